@@ -1,0 +1,106 @@
+//! The null adapter: accepts every write, keeps nothing; loads come back empty.
+//!
+//! Useful as a sink (events without persistence), for measuring host overhead, and
+//! as the smallest complete example of the adapter contract.
+
+wit_bindgen::generate!({
+    path: "../../wit",
+    world: "adapter",
+});
+
+use exports::stowage::store::conversation_store::{
+    AppendOutcome, ConversationInfo, ConversationMeta, Guest as ConversationStore, Message,
+    MessageRange, Scope, StoredMessage, TruncateOutcome,
+};
+use exports::stowage::store::display_store::{
+    DisplayRecord, Guest as DisplayStore, StoredDisplayRecord,
+};
+use stowage::store::types::Error;
+
+struct Null;
+
+impl ConversationStore for Null {
+    fn open(
+        scope: Scope,
+        conversation_id: String,
+        meta: ConversationMeta,
+        now: i64,
+    ) -> Result<ConversationInfo, Error> {
+        Ok(ConversationInfo {
+            id: conversation_id,
+            scope,
+            meta,
+            created_at: now,
+            updated_at: now,
+            message_count: 0,
+            last_seq: 0,
+            version: 0,
+        })
+    }
+
+    fn info(_: Scope, _: String) -> Result<ConversationInfo, Error> {
+        Err(Error::NotFound)
+    }
+
+    fn append(
+        _: Scope,
+        _: String,
+        messages: Vec<Message>,
+        _: Option<u64>,
+        _: i64,
+    ) -> Result<AppendOutcome, Error> {
+        // Nothing is kept, so every batch lands at the start of an empty history.
+        let count = messages.len() as u64;
+        Ok(AppendOutcome {
+            seqs: (1..=count).collect(),
+            stored: messages.len() as u32,
+            version: 1,
+        })
+    }
+
+    fn replace(_: Scope, _: String, _: Vec<Message>, _: Option<u64>, _: i64) -> Result<u64, Error> {
+        Ok(1)
+    }
+
+    fn load(_: Scope, _: String, _: MessageRange, _: u32) -> Result<Vec<StoredMessage>, Error> {
+        Ok(Vec::new())
+    }
+
+    fn truncate_after(
+        _: Scope,
+        _: String,
+        _: u64,
+        _: Option<u64>,
+        _: i64,
+    ) -> Result<TruncateOutcome, Error> {
+        Ok(TruncateOutcome { removed: 0, version: 0 })
+    }
+
+    fn delete(_: Scope, _: String) -> Result<bool, Error> {
+        Ok(false)
+    }
+
+    fn list(_: Scope, _: Option<String>, _: u32) -> Result<Vec<ConversationInfo>, Error> {
+        Ok(Vec::new())
+    }
+}
+
+impl DisplayStore for Null {
+    fn insert(_: Scope, _: String, records: Vec<DisplayRecord>) -> Result<Vec<u64>, Error> {
+        Ok((1..=records.len() as u64).collect())
+    }
+
+    fn get_tool_call(_: Scope, _: String, _: String) -> Result<StoredDisplayRecord, Error> {
+        Err(Error::NotFound)
+    }
+
+    fn update(_: Scope, _: String, _: u64, _: DisplayRecord) -> Result<(), Error> {
+        Err(Error::NotFound)
+    }
+
+    fn list(_: Scope, _: String, _: u64, _: u32) -> Result<Vec<StoredDisplayRecord>, Error> {
+        Ok(Vec::new())
+    }
+}
+
+export!(Null);

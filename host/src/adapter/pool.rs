@@ -1,0 +1,233 @@
+//! Instances of one store's adapter, and running calls on them.
+//!
+//! Each instance lives in its own wasmtime `Store` and serves one call at a time;
+//! a store keeps up to `limits.instances` of them so distinct conversations are
+//! served in parallel. Calls run on tokio's blocking pool (adapter code and the
+//! SQL it issues never block an async worker). A call that traps, times out or
+//! exceeds the memory cap discards its instance — its memory, and any transaction
+//! it held open, die with it — and the next call gets a fresh one.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Semaphore;
+use wasmtime::component::ResourceTable;
+use wasmtime::{Engine, Trap};
+use wasmtime_wasi::{FsPerms, WasiCtx};
+
+use super::bindings::SqlAdapter;
+use super::image::AdapterImage;
+use super::state::{AdapterState, Limiter, MemoryLimitExceeded};
+use crate::capability::log::LogSink;
+use crate::capability::sql::{SqlDatabase, SqlSession};
+use crate::config::{Grants, Limits};
+use crate::error::Error;
+
+/// One live adapter instance.
+pub struct Instance {
+    pub store: wasmtime::Store<AdapterState>,
+    pub bindings: SqlAdapter,
+}
+
+/// Counters of a store's adapter, readable through [`Store::stats`](crate::Store::stats).
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub calls: AtomicU64,
+    pub errors: AtomicU64,
+    pub traps: AtomicU64,
+    pub timeouts: AtomicU64,
+    pub memory_limit_hits: AtomicU64,
+    pub instantiations: AtomicU64,
+}
+
+/// Everything needed to create instances.
+pub struct PoolSettings {
+    pub store_name: String,
+    pub grants: Grants,
+    pub data_dir: PathBuf,
+    pub limits: Limits,
+    pub deadline_ticks: u64,
+    pub sql: Option<Arc<SqlDatabase>>,
+}
+
+pub struct InstancePool {
+    engine: Engine,
+    image: Arc<AdapterImage>,
+    settings: PoolSettings,
+    idle: Mutex<Vec<Instance>>,
+    permits: Arc<Semaphore>,
+    waiting: AtomicU32,
+    pub counters: Counters,
+}
+
+impl InstancePool {
+    pub fn new(engine: Engine, image: Arc<AdapterImage>, settings: PoolSettings) -> Self {
+        let permits = Arc::new(Semaphore::new(settings.limits.instances as usize));
+        Self {
+            engine,
+            image,
+            settings,
+            idle: Mutex::new(Vec::new()),
+            permits,
+            waiting: AtomicU32::new(0),
+            counters: Counters::default(),
+        }
+    }
+
+    pub fn image(&self) -> &AdapterImage {
+        &self.image
+    }
+
+    pub fn settings(&self) -> &PoolSettings {
+        &self.settings
+    }
+
+    fn instantiate(&self) -> Result<Instance, Error> {
+        let settings = &self.settings;
+        let fail = |reason: String| {
+            Error::Load(crate::error::LoadError::Instantiate {
+                what: self.image.what.clone(),
+                reason,
+            })
+        };
+        let mut wasi = WasiCtx::builder();
+        // Calls already run on a blocking thread: let WASI do file I/O in place.
+        wasi.allow_blocking_current_thread(true);
+        if settings.grants.filesystem {
+            wasi.preopened_dir(&settings.data_dir, "/data", FsPerms::ReadWrite)
+                .map_err(|e| fail(format!("preopening {}: {e:#}", settings.data_dir.display())))?;
+        }
+        let state = AdapterState {
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            limiter: Limiter {
+                memory_bytes: settings.limits.memory_bytes,
+                table_elements: 100_000,
+            },
+            log: LogSink::new(settings.store_name.clone()),
+            sql: settings.sql.clone().map(SqlSession::new),
+        };
+        let mut store = wasmtime::Store::new(&self.engine, state);
+        store.limiter(|state| &mut state.limiter);
+        store.set_epoch_deadline(settings.deadline_ticks);
+        store.epoch_deadline_trap();
+        let bindings = match self.image.pre.instantiate(&mut store) {
+            Ok(bindings) => bindings,
+            Err(err) => return Err(self.classify(err, "instantiating")),
+        };
+        self.counters.instantiations.fetch_add(1, Ordering::Relaxed);
+        Ok(Instance { store, bindings })
+    }
+
+    /// Turns a wasmtime failure into the public error, counting it.
+    fn classify(&self, err: wasmtime::Error, during: &str) -> Error {
+        let store = self.settings.store_name.clone();
+        if let Some(limit) = err.downcast_ref::<MemoryLimitExceeded>() {
+            self.counters
+                .memory_limit_hits
+                .fetch_add(1, Ordering::Relaxed);
+            return Error::MemoryLimit {
+                store,
+                limit: limit.limit,
+            };
+        }
+        if let Some(Trap::Interrupt) = err.downcast_ref::<Trap>() {
+            self.counters.timeouts.fetch_add(1, Ordering::Relaxed);
+            return Error::Timeout {
+                store,
+                deadline: self.settings.limits.call_timeout,
+            };
+        }
+        self.counters.traps.fetch_add(1, Ordering::Relaxed);
+        Error::Trap {
+            store,
+            message: format!("{during}: {err:#}"),
+        }
+    }
+
+    /// Runs `call` on an instance. `Ok(Err(_))` results (contract errors) keep the
+    /// instance; traps, timeouts and memory-limit hits discard it.
+    pub async fn run<R, F>(self: &Arc<Self>, call: F) -> Result<R, Error>
+    where
+        R: Send + 'static,
+        F: FnOnce(&SqlAdapter, &mut wasmtime::Store<AdapterState>) -> wasmtime::Result<R>
+            + Send
+            + 'static,
+    {
+        let max_waiting = self.settings.limits.max_waiting_calls;
+        if self.waiting.fetch_add(1, Ordering::AcqRel) >= max_waiting {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            return Err(Error::Overloaded {
+                store: self.settings.store_name.clone(),
+                message: format!("{max_waiting} calls are already waiting for an adapter instance"),
+            });
+        }
+        let permit = self.permits.clone().acquire_owned().await;
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        let permit = permit.map_err(|_| Error::Internal("instance pool closed".into()))?;
+        self.counters.calls.fetch_add(1, Ordering::Relaxed);
+
+        let pool = Arc::clone(self);
+        let joined = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            pool.run_blocking(call)
+        })
+        .await;
+        let result =
+            joined.map_err(|e| Error::Internal(format!("adapter call task failed: {e}")))?;
+        if result.is_err() {
+            self.counters.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    fn run_blocking<R, F>(&self, call: F) -> Result<R, Error>
+    where
+        F: FnOnce(&SqlAdapter, &mut wasmtime::Store<AdapterState>) -> wasmtime::Result<R>,
+    {
+        let reused = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+        let mut instance = match reused {
+            Some(instance) => instance,
+            None => self.instantiate()?,
+        };
+        instance.store.data_mut().log.reset();
+        instance
+            .store
+            .set_epoch_deadline(self.settings.deadline_ticks);
+        match call(&instance.bindings, &mut instance.store) {
+            Ok(value) => {
+                if let Some(sql) = instance.store.data_mut().sql.as_mut() {
+                    if sql.reset() {
+                        tracing::warn!(store = %self.settings.store_name, "adapter returned with a SQL transaction open; rolled back");
+                    }
+                }
+                if let Ok(mut idle) = self.idle.lock() {
+                    idle.push(instance);
+                }
+                Ok(value)
+            }
+            Err(err) => {
+                let error = self.classify(err, "during the call");
+                tracing::warn!(store = %self.settings.store_name, %error, "discarding adapter instance");
+                drop(instance);
+                Err(error)
+            }
+        }
+    }
+
+    /// Creates one instance and returns it to the pool: surfaces instantiation
+    /// failures (a start function that traps, say) at load time.
+    pub async fn warm_up(self: &Arc<Self>) -> Result<(), Error> {
+        let pool = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            let instance = pool.instantiate()?;
+            if let Ok(mut idle) = pool.idle.lock() {
+                idle.push(instance);
+            }
+            Ok(())
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("adapter warm-up task failed: {e}")))?
+    }
+}

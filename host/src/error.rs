@@ -1,0 +1,108 @@
+//! Typed errors of the public API.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything a [`Store`](crate::Store) call can fail with.
+///
+/// The first group mirrors the WIT `error` variant (what an adapter reports); the
+/// second is what the host adds when an adapter misbehaves or cannot be loaded.
+/// After any error, nothing of the failed call is visible.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The conversation (or record) does not exist in this scope. A normal outcome.
+    #[error("not found")]
+    NotFound,
+    /// Another writer changed the conversation since `expected` was read.
+    #[error("version conflict: expected version {expected}, the conversation is at {actual}")]
+    Conflict { expected: u64, actual: u64 },
+    /// The input breaks a rule; the message says which. Nothing was stored.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// A paging cursor was malformed, tampered with, or belongs to another listing.
+    #[error("invalid cursor")]
+    InvalidCursor,
+    /// The adapter does not implement this operation.
+    #[error("not supported by this adapter: {0}")]
+    Unsupported(String),
+    /// The adapter's storage failed or holds undecodable data.
+    #[error("storage error: {0}")]
+    Storage(String),
+    /// The adapter refused the operation.
+    #[error("access denied: {0}")]
+    AccessDenied(String),
+
+    /// The adapter ran past its per-call deadline; its instance was discarded.
+    #[error(
+        "adapter of store `{store}` exceeded its {deadline:?} deadline; the instance was discarded"
+    )]
+    Timeout { store: String, deadline: Duration },
+    /// The adapter tried to grow its memory past the store's cap; its instance was discarded.
+    #[error(
+        "adapter of store `{store}` exceeded its memory limit of {limit} bytes; the instance was discarded"
+    )]
+    MemoryLimit { store: String, limit: u64 },
+    /// The adapter trapped (panicked, hit `unreachable`, …); its instance was discarded.
+    #[error("adapter of store `{store}` trapped: {message}; the instance was discarded")]
+    Trap { store: String, message: String },
+    /// The adapter returned something the contract forbids (wrong order, another
+    /// scope's data, …). The result was not passed on.
+    #[error("adapter of store `{store}` broke the contract: {message}")]
+    ContractViolation { store: String, message: String },
+    /// Too many calls are already waiting on this store.
+    #[error("store `{store}` is overloaded: {message}")]
+    Overloaded { store: String, message: String },
+
+    /// The adapter could not be loaded.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The configuration is invalid.
+    #[error("configuration error: {0}")]
+    Config(String),
+    /// A failure inside the host itself.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// True for `NotFound`, which callers usually treat as a normal answer.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::NotFound)
+    }
+}
+
+/// Why an adapter component could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    #[error("cannot read adapter file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{what} is not a WebAssembly component: {reason}")]
+    NotAComponent { what: String, reason: String },
+    #[error(
+        "{what} does not export `{export}`, which every Stowage adapter must export (is it built against stowage:store@0.1.0?)"
+    )]
+    MissingExport { what: String, export: String },
+    #[error(
+        "{what} imports `{import}`, which needs the `{capability}` capability; grant it in the store's configuration"
+    )]
+    CapabilityNotGranted {
+        what: String,
+        import: String,
+        capability: &'static str,
+    },
+    #[error("{what} imports `{import}`, which Stowage does not provide to adapters")]
+    UnsupportedImport { what: String, import: String },
+    #[error("compiling {what} failed: {reason}")]
+    Compile { what: String, reason: String },
+    #[error("{what} cannot be linked: {reason}")]
+    Link { what: String, reason: String },
+    #[error("creating an instance of {what} failed: {reason}")]
+    Instantiate { what: String, reason: String },
+    #[error("the component cache at {path} is unusable: {reason}")]
+    Cache { path: PathBuf, reason: String },
+}

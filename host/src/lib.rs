@@ -1,0 +1,50 @@
+//! Stowage: persistence for AI-agent platforms, served by sandboxed WebAssembly
+//! storage adapters.
+//!
+//! A [`Runtime`] owns one wasmtime engine. [`Runtime::open_store`] loads an adapter
+//! component (a built-in one or any `.wasm` implementing `stowage:store@0.1.0`),
+//! checks it against the contract and the capabilities the store grants, and
+//! returns a [`Store`]: the async conversation-store API.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), stowage::Error> {
+//! use stowage::{Builtin, ConversationMeta, LoadRequest, NewMessage, Role, Runtime, RuntimeConfig, Scope, StoreConfig};
+//!
+//! let runtime = Runtime::new(RuntimeConfig::default())?;
+//! let store = runtime.open_store(StoreConfig::builtin(Builtin::Sqlite, "./data")).await?;
+//! let scope = Scope::new("acme", "alice");
+//! store.open(&scope, "chat-1", ConversationMeta::default()).await?;
+//! store.append(&scope, "chat-1", vec![NewMessage::text(Role::User, "hello")], None).await?;
+//! let page = store.load(&scope, "chat-1", LoadRequest::latest(20)).await?;
+//! # Ok(()) }
+//! ```
+
+mod adapter;
+mod builtin;
+mod cache;
+mod capability;
+mod config;
+mod cursor;
+mod engine;
+mod error;
+mod locks;
+mod model;
+mod runtime;
+mod store;
+mod validate;
+
+pub use builtin::{Builtin, GUEST_ARTIFACT_DIR};
+pub use config::{AdapterSource, Grants, Limits, RuntimeConfig, SqlSync, StoreConfig};
+pub use engine::Allocator;
+pub use error::{Error, LoadError};
+pub use model::{
+    AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, JsonText, LoadFrom,
+    LoadRequest, MediaSource, Message, NewMessage, Page, Part, Role, Scope, StopReason, Timestamp,
+    TruncateOutcome, Usage,
+};
+pub use runtime::{AdapterReport, Runtime, SQL_DATABASE_FILE};
+pub use store::{Store, StoreStats};
+pub use validate::{MAX_ID_BYTES, MAX_SCOPE_BYTES};
+
+/// The contract version this host implements.
+pub const CONTRACT_VERSION: &str = adapter::bindings::names::CONTRACT_VERSION;

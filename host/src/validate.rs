@@ -1,0 +1,171 @@
+//! Input rules applied before anything reaches an adapter. Every rejection names
+//! the rule; none of them logs or echoes message content.
+
+use crate::config::Limits;
+use crate::error::Error;
+use crate::model::{NewMessage, Part, Scope};
+
+/// Longest conversation or message id, in bytes.
+pub const MAX_ID_BYTES: usize = 512;
+/// Longest tenant or user, in bytes.
+pub const MAX_SCOPE_BYTES: usize = 256;
+
+/// Shortens an id for an error message.
+pub fn shown(id: &str) -> String {
+    let mut shown: String = id.chars().take(48).flat_map(char::escape_debug).collect();
+    if id.chars().count() > 48 {
+        shown.push('…');
+    }
+    shown
+}
+
+fn check_text(kind: &str, value: &str, max: usize, allow_empty: bool) -> Result<(), Error> {
+    if value.is_empty() && !allow_empty {
+        return Err(Error::InvalidInput(format!("{kind} is empty")));
+    }
+    if value.len() > max {
+        return Err(Error::InvalidInput(format!(
+            "{kind} is {} bytes long; the limit is {max}",
+            value.len()
+        )));
+    }
+    if let Some((at, c)) = value.char_indices().find(|(_, c)| c.is_control()) {
+        return Err(Error::InvalidInput(format!(
+            "{kind} contains the control character U+{:04X} at byte {at}",
+            c as u32
+        )));
+    }
+    Ok(())
+}
+
+pub fn conversation_id(id: &str) -> Result<(), Error> {
+    check_text("conversation id", id, MAX_ID_BYTES, false)
+}
+
+pub fn message_id(id: &str) -> Result<(), Error> {
+    check_text("message id", id, MAX_ID_BYTES, false)
+}
+
+pub fn scope(scope: &Scope) -> Result<(), Error> {
+    check_text("scope tenant", &scope.tenant, MAX_SCOPE_BYTES, true)?;
+    check_text("scope user", &scope.user, MAX_SCOPE_BYTES, true)
+}
+
+pub fn limit(limit: u32, limits: &Limits) -> Result<(), Error> {
+    if limit == 0 || limit > limits.max_page_size {
+        return Err(Error::InvalidInput(format!(
+            "limit must be between 1 and {}, got {limit}",
+            limits.max_page_size
+        )));
+    }
+    Ok(())
+}
+
+/// Approximate encoded size: what the adapter will have to store.
+fn encoded_size(message: &NewMessage) -> u64 {
+    let parts: usize = message
+        .parts
+        .iter()
+        .map(|p| match p {
+            Part::Text { text } => text.len(),
+            Part::Thinking { text, signature, .. } => text.len() + signature.as_ref().map_or(0, String::len),
+            Part::ToolCall { id, name, arguments } => id.len() + name.len() + arguments.len(),
+            Part::ToolResult { call_id, content, .. } => call_id.len() + content.len(),
+            Part::Media { mime_type, source, name } => {
+                mime_type.len()
+                    + name.as_ref().map_or(0, String::len)
+                    + match source {
+                        crate::model::MediaSource::Url(url) => url.len(),
+                        crate::model::MediaSource::Inline(bytes) => bytes.len(),
+                    }
+            }
+        } + 16)
+        .sum();
+    let other = message.id.as_ref().map_or(0, String::len)
+        + message.metadata.as_ref().map_or(0, |m| m.as_str().len());
+    (parts + other + 64) as u64
+}
+
+/// Checks one message (at `index` in its batch).
+pub fn message(index: usize, message: &NewMessage, limits: &Limits) -> Result<u64, Error> {
+    let at = |what: String| Error::InvalidInput(format!("message {index}: {what}"));
+    if let Some(id) = &message.id {
+        message_id(id).map_err(|e| at(e.to_string()))?;
+    }
+    if let Some(cost) = message.usage.as_ref().and_then(|u| u.cost) {
+        if !cost.is_finite() {
+            return Err(at("usage cost must be a finite number".into()));
+        }
+    }
+    for (p, part) in message.parts.iter().enumerate() {
+        if let Part::ToolCall { id, .. } = part {
+            if id.is_empty() {
+                return Err(at(format!("part {p}: a tool call needs an id")));
+            }
+        }
+        if let Part::ToolResult { call_id, .. } = part {
+            if call_id.is_empty() {
+                return Err(at(format!(
+                    "part {p}: a tool result needs the id of its call"
+                )));
+            }
+        }
+    }
+    let size = encoded_size(message);
+    if size > limits.max_message_bytes {
+        return Err(at(format!(
+            "is about {size} bytes; the limit is {}",
+            limits.max_message_bytes
+        )));
+    }
+    Ok(size)
+}
+
+/// Checks a batch: count, total size, each message.
+pub fn batch(messages: &[NewMessage], limits: &Limits) -> Result<(), Error> {
+    if messages.len() > limits.max_batch_messages as usize {
+        return Err(Error::InvalidInput(format!(
+            "a batch holds at most {} messages, got {}",
+            limits.max_batch_messages,
+            messages.len()
+        )));
+    }
+    let mut total = 0u64;
+    for (index, m) in messages.iter().enumerate() {
+        total += message(index, m, limits)?;
+    }
+    if total > limits.max_batch_bytes {
+        return Err(Error::InvalidInput(format!(
+            "the batch is about {total} bytes; the limit is {}",
+            limits.max_batch_bytes
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_ids_get_clear_errors() {
+        let long = "x".repeat(10 * 1024);
+        for (id, expected) in [
+            ("", "conversation id is empty"),
+            ("a\0b", "control character U+0000 at byte 1"),
+            (long.as_str(), "10240 bytes long; the limit is 512"),
+        ] {
+            let err = conversation_id(id)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                err.contains(expected),
+                "{err:?} should mention {expected:?}"
+            );
+        }
+        for fine in ["../x", "a/b", "..", "日本語 🚀", "C:\\x"] {
+            assert!(conversation_id(fine).is_ok(), "{fine:?} is a legal id");
+        }
+    }
+}
