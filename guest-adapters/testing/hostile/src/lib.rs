@@ -5,7 +5,7 @@
 //! - `memory-bomb`: allocates until memory runs out (the host's cap must stop it);
 //! - `trap`: panics;
 //! - `escape:<host path>`: tries to read `<host path>` and other places outside its
-//!   data directory, to read the environment and arguments and to open a socket;
+//!   data directory (including its sibling `secret.txt`), to read the environment and arguments and to open a socket;
 //!   fails with `access-denied(report)` when everything was refused and with
 //!   `storage("ESCAPED: …")` when anything got through;
 //! - anything else: succeeds, reporting in `message-count` how many calls this
@@ -41,6 +41,7 @@ fn escape_attempts(host_path: &str) -> Result<ConversationInfo, Error> {
     let targets = [
         host_path.to_owned(),
         format!("/data/../{}", host_path.trim_start_matches('/')),
+        "/data/../secret.txt".to_owned(),
         "/data/../../../../etc/passwd".to_owned(),
         "/etc/passwd".to_owned(),
         "../etc/passwd".to_owned(),
