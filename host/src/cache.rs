@@ -73,10 +73,10 @@ impl ComponentCache {
                         reason: format!("{e:#}"),
                     })?;
                 tracing::debug!(%digest, elapsed = ?started.elapsed(), "compiled adapter");
-                if let Some(path) = &path {
-                    if let Err(reason) = write_artifact(path, &component) {
-                        tracing::warn!(path = %path.display(), %reason, "could not cache compiled adapter");
-                    }
+                if let Some(path) = &path
+                    && let Err(reason) = write_artifact(path, &component)
+                {
+                    tracing::warn!(path = %path.display(), %reason, "could not cache compiled adapter");
                 }
                 component
             }

@@ -92,23 +92,25 @@ pub fn message(index: usize, message: &NewMessage, limits: &Limits) -> Result<u6
     if let Some(id) = &message.id {
         message_id(id).map_err(|e| at(e.to_string()))?;
     }
-    if let Some(cost) = message.usage.as_ref().and_then(|u| u.cost) {
-        if !cost.is_finite() {
-            return Err(at("usage cost must be a finite number".into()));
-        }
+    if message
+        .usage
+        .as_ref()
+        .and_then(|u| u.cost)
+        .is_some_and(|c| !c.is_finite())
+    {
+        return Err(at("usage cost must be a finite number".into()));
     }
     for (p, part) in message.parts.iter().enumerate() {
-        if let Part::ToolCall { id, .. } = part {
-            if id.is_empty() {
+        match part {
+            Part::ToolCall { id, .. } if id.is_empty() => {
                 return Err(at(format!("part {p}: a tool call needs an id")));
             }
-        }
-        if let Part::ToolResult { call_id, .. } = part {
-            if call_id.is_empty() {
+            Part::ToolResult { call_id, .. } if call_id.is_empty() => {
                 return Err(at(format!(
                     "part {p}: a tool result needs the id of its call"
                 )));
             }
+            _ => {}
         }
     }
     let size = encoded_size(message);

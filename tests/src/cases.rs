@@ -1,17 +1,12 @@
 //! The cases of the catalogue. Each states the guarantee it checks.
 
-use std::future::Future;
-use std::pin::Pin;
-
 use anyhow::{Context, bail, ensure};
 use stowage::{
     ConversationMeta, Error, JsonText, LoadRequest, MediaSource, Message, NewMessage, Part, Role,
     Scope, StopReason, Store, Usage,
 };
 
-use crate::{Case, Ctx, FaultInjector};
-
-type CaseFuture<'a> = Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send + 'a>>;
+use crate::{Case, CaseFuture, Ctx, FaultInjector};
 
 macro_rules! catalogue {
     ($($name:ident),* $(,)?) => {

@@ -195,10 +195,13 @@ pub enum Outcome {
     NotApplicable(String),
 }
 
+/// What running a case returns.
+pub type CaseFuture<'a> = Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send + 'a>>;
+
 /// A case of the catalogue.
 pub struct Case {
     pub name: &'static str,
-    pub run: for<'a> fn(&'a Ctx) -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send + 'a>>,
+    pub run: for<'a> fn(&'a Ctx) -> CaseFuture<'a>,
 }
 
 /// The per-case results for one adapter.

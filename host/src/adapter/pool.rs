@@ -197,10 +197,10 @@ impl InstancePool {
             .set_epoch_deadline(self.settings.deadline_ticks);
         match call(&instance.bindings, &mut instance.store) {
             Ok(value) => {
-                if let Some(sql) = instance.store.data_mut().sql.as_mut() {
-                    if sql.reset() {
-                        tracing::warn!(store = %self.settings.store_name, "adapter returned with a SQL transaction open; rolled back");
-                    }
+                if let Some(sql) = instance.store.data_mut().sql.as_mut()
+                    && sql.reset()
+                {
+                    tracing::warn!(store = %self.settings.store_name, "adapter returned with a SQL transaction open; rolled back");
                 }
                 if let Ok(mut idle) = self.idle.lock() {
                     idle.push(instance);
