@@ -9,15 +9,10 @@ use std::process::Command;
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    let root = manifest_dir
-        .parent()
-        .expect("host/ lives in the workspace root")
-        .to_path_buf();
+    let root = manifest_dir.parent().expect("host/ lives in the workspace root").to_path_buf();
     let guests = root.join("guest-adapters");
-    let target_dir = env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"))
-        .join("wasm-guests");
+    let target_dir =
+        env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target")).join("wasm-guests");
 
     for watched in ["wit", "guest-adapters"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
@@ -26,13 +21,7 @@ fn main() {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(cargo);
     command
-        .args([
-            "build",
-            "--release",
-            "--target",
-            "wasm32-wasip2",
-            "--manifest-path",
-        ])
+        .args(["build", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
         .arg(guests.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(&target_dir);
@@ -50,9 +39,7 @@ fn main() {
     ] {
         command.env_remove(var);
     }
-    let status = command
-        .status()
-        .expect("failed to run cargo for the guest adapters");
+    let status = command.status().expect("failed to run cargo for the guest adapters");
     if !status.success() {
         panic!(
             "building the guest adapters failed ({status}). If the error above mentions \

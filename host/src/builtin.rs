@@ -45,20 +45,11 @@ impl Builtin {
     /// The component's bytes.
     pub fn wasm(self) -> &'static [u8] {
         match self {
-            Builtin::Sqlite => include_bytes!(concat!(
-                env!("STOWAGE_GUEST_DIR"),
-                "/stowage_adapter_sqlite.wasm"
-            )),
+            Builtin::Sqlite => include_bytes!(concat!(env!("STOWAGE_GUEST_DIR"), "/stowage_adapter_sqlite.wasm")),
             Builtin::Filesystem => {
-                include_bytes!(concat!(
-                    env!("STOWAGE_GUEST_DIR"),
-                    "/stowage_adapter_filesystem.wasm"
-                ))
+                include_bytes!(concat!(env!("STOWAGE_GUEST_DIR"), "/stowage_adapter_filesystem.wasm"))
             }
-            Builtin::Null => include_bytes!(concat!(
-                env!("STOWAGE_GUEST_DIR"),
-                "/stowage_adapter_null.wasm"
-            )),
+            Builtin::Null => include_bytes!(concat!(env!("STOWAGE_GUEST_DIR"), "/stowage_adapter_null.wasm")),
         }
     }
 }

@@ -40,38 +40,22 @@ impl ComponentCache {
     pub fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
         let mut hasher = DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
-        Self {
-            dir,
-            compat: format!("{:016x}", hasher.finish()),
-            memory: Mutex::new(HashMap::new()),
-        }
+        Self { dir, compat: format!("{:016x}", hasher.finish()), memory: Mutex::new(HashMap::new()) }
     }
 
     /// The compiled component for `wasm`, from memory, from disk, or freshly compiled.
-    pub fn get(
-        &self,
-        engine: &Engine,
-        wasm: &[u8],
-        digest: &str,
-        what: &str,
-    ) -> Result<Component, LoadError> {
+    pub fn get(&self, engine: &Engine, wasm: &[u8], digest: &str, what: &str) -> Result<Component, LoadError> {
         if let Some(component) = self.memory.lock().ok().and_then(|m| m.get(digest).cloned()) {
             return Ok(component);
         }
-        let path = self
-            .dir
-            .as_ref()
-            .map(|dir| dir.join(format!("{digest}-{}.cwasm", self.compat)));
+        let path = self.dir.as_ref().map(|dir| dir.join(format!("{digest}-{}.cwasm", self.compat)));
         let cached = path.as_deref().and_then(|p| self.read_artifact(engine, p));
         let component = match cached {
             Some(component) => component,
             None => {
                 let started = std::time::Instant::now();
-                let component =
-                    Component::from_binary(engine, wasm).map_err(|e| LoadError::Compile {
-                        what: what.to_owned(),
-                        reason: format!("{e:#}"),
-                    })?;
+                let component = Component::from_binary(engine, wasm)
+                    .map_err(|e| LoadError::Compile { what: what.to_owned(), reason: format!("{e:#}") })?;
                 tracing::debug!(%digest, elapsed = ?started.elapsed(), "compiled adapter");
                 if let Some(path) = &path
                     && let Err(reason) = write_artifact(path, &component)
@@ -133,14 +117,7 @@ fn write_artifact(path: &Path, component: &Component) -> Result<(), String> {
 fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = dir.join(format!(
-        ".tmp-{}-{n}-{}",
-        std::process::id(),
-        uuid::Uuid::now_v7().simple()
-    ));
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)?;
+    let path = dir.join(format!(".tmp-{}-{n}-{}", std::process::id(), uuid::Uuid::now_v7().simple()));
+    let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
     Ok((path, file))
 }

@@ -41,9 +41,7 @@ fn default_cache_dir() -> Option<PathBuf> {
     std::env::var_os("STOWAGE_CACHE_DIR")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("stowage")))
-        .or_else(|| {
-            std::env::var_os("HOME").map(|d| PathBuf::from(d).join(".cache").join("stowage"))
-        })
+        .or_else(|| std::env::var_os("HOME").map(|d| PathBuf::from(d).join(".cache").join("stowage")))
 }
 
 /// Which adapter a store runs.
@@ -89,18 +87,9 @@ pub struct Grants {
 }
 
 impl Grants {
-    pub const NONE: Grants = Grants {
-        filesystem: false,
-        sql: false,
-    };
-    pub const FILESYSTEM: Grants = Grants {
-        filesystem: true,
-        sql: false,
-    };
-    pub const SQL: Grants = Grants {
-        filesystem: false,
-        sql: true,
-    };
+    pub const NONE: Grants = Grants { filesystem: false, sql: false };
+    pub const FILESYSTEM: Grants = Grants { filesystem: true, sql: false };
+    pub const SQL: Grants = Grants { filesystem: false, sql: true };
 }
 
 /// Limits enforced on a store and its adapter.
@@ -186,11 +175,7 @@ pub struct StoreConfig {
 
 impl StoreConfig {
     /// A store running `adapter` with no grants and default limits.
-    pub fn new(
-        name: impl Into<String>,
-        adapter: AdapterSource,
-        data_dir: impl Into<PathBuf>,
-    ) -> Self {
+    pub fn new(name: impl Into<String>, adapter: AdapterSource, data_dir: impl Into<PathBuf>) -> Self {
         Self {
             name: name.into(),
             adapter,
@@ -231,10 +216,7 @@ impl StoreConfig {
             return fail("memory_bytes must be at least 1 MiB");
         }
         if limits.instances == 0 || limits.instances > runtime.max_instances {
-            return fail(&format!(
-                "instances must be between 1 and {}",
-                runtime.max_instances
-            ));
+            return fail(&format!("instances must be between 1 and {}", runtime.max_instances));
         }
         if limits.call_timeout.is_zero() {
             return fail("call_timeout_ms must be positive");

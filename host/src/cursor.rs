@@ -44,11 +44,7 @@ pub fn encode_message(scope: &Scope, conversation_id: &str, position: MessagePos
     format!("m1.{dir}{seq}.{tag}")
 }
 
-pub fn decode_message(
-    scope: &Scope,
-    conversation_id: &str,
-    cursor: &str,
-) -> Result<MessagePosition, Error> {
+pub fn decode_message(scope: &Scope, conversation_id: &str, cursor: &str) -> Result<MessagePosition, Error> {
     let rest = cursor.strip_prefix("m1.").ok_or(Error::InvalidCursor)?;
     let (position, _) = rest.split_once('.').ok_or(Error::InvalidCursor)?;
     let (dir, seq) = position.split_at_checked(1).ok_or(Error::InvalidCursor)?;
@@ -66,12 +62,7 @@ pub fn decode_message(
 
 pub fn encode_list(scope: &Scope, last_id: &str) -> String {
     let id = hex(last_id.as_bytes());
-    let tag = tag(&[
-        b"l1",
-        scope.tenant.as_bytes(),
-        scope.user.as_bytes(),
-        id.as_bytes(),
-    ]);
+    let tag = tag(&[b"l1", scope.tenant.as_bytes(), scope.user.as_bytes(), id.as_bytes()]);
     format!("l1.{id}.{tag}")
 }
 
@@ -101,10 +92,7 @@ mod tests {
     fn cursors_round_trip_and_refuse_tampering_and_reuse() {
         let scope = Scope::new("t", "u");
         let c = encode_message(&scope, "conv", MessagePosition::Before(42));
-        assert_eq!(
-            decode_message(&scope, "conv", &c).ok(),
-            Some(MessagePosition::Before(42))
-        );
+        assert_eq!(decode_message(&scope, "conv", &c).ok(), Some(MessagePosition::Before(42)));
         assert!(decode_message(&scope, "other", &c).is_err());
         assert!(decode_message(&Scope::new("t", "v"), "conv", &c).is_err());
         assert!(decode_message(&scope, "conv", &c.replace("b42", "b41")).is_err());

@@ -57,8 +57,7 @@ pub fn build(runtime: &RuntimeConfig) -> Result<(Engine, Allocator), Error> {
     }
     let mut config = base_config();
     config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
-    let engine = Engine::new(&config)
-        .map_err(|e| Error::Internal(format!("creating the wasm engine: {e}")))?;
+    let engine = Engine::new(&config).map_err(|e| Error::Internal(format!("creating the wasm engine: {e}")))?;
     Ok((engine, Allocator::OnDemand))
 }
 
@@ -85,9 +84,7 @@ pub fn start_ticker(engine: &Engine, tick: Duration) -> Result<(), Error> {
 pub fn deadline_ticks(timeout: Duration, tick: Duration) -> u64 {
     let tick = tick.as_nanos().max(1);
     let ticks = timeout.as_nanos().div_ceil(tick);
-    u64::try_from(ticks)
-        .unwrap_or(u64::MAX / 2)
-        .saturating_add(1)
+    u64::try_from(ticks).unwrap_or(u64::MAX / 2).saturating_add(1)
 }
 
 #[cfg(test)]

@@ -29,19 +29,18 @@ pub enum Error {
     /// The adapter's storage failed or holds undecodable data.
     #[error("storage error: {0}")]
     Storage(String),
+    /// A tool-call card cannot move from `from` to `to`.
+    #[error("invalid tool status transition from {from} to {to}")]
+    InvalidTransition { from: crate::display::model::ToolStatus, to: crate::display::model::ToolStatus },
     /// The adapter refused the operation.
     #[error("access denied: {0}")]
     AccessDenied(String),
 
     /// The adapter ran past its per-call deadline; its instance was discarded.
-    #[error(
-        "adapter of store `{store}` exceeded its {deadline:?} deadline; the instance was discarded"
-    )]
+    #[error("adapter of store `{store}` exceeded its {deadline:?} deadline; the instance was discarded")]
     Timeout { store: String, deadline: Duration },
     /// The adapter tried to grow its memory past the store's cap; its instance was discarded.
-    #[error(
-        "adapter of store `{store}` exceeded its memory limit of {limit} bytes; the instance was discarded"
-    )]
+    #[error("adapter of store `{store}` exceeded its memory limit of {limit} bytes; the instance was discarded")]
     MemoryLimit { store: String, limit: u64 },
     /// The adapter trapped (panicked, hit `unreachable`, …); its instance was discarded.
     #[error("adapter of store `{store}` trapped: {message}; the instance was discarded")]
@@ -77,10 +76,7 @@ impl Error {
 #[non_exhaustive]
 pub enum LoadError {
     #[error("cannot read adapter file {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     #[error("{what} is not a WebAssembly component: {reason}")]
     NotAComponent { what: String, reason: String },
     #[error(
@@ -90,11 +86,7 @@ pub enum LoadError {
     #[error(
         "{what} imports `{import}`, which needs the `{capability}` capability; grant it in the store's configuration"
     )]
-    CapabilityNotGranted {
-        what: String,
-        import: String,
-        capability: &'static str,
-    },
+    CapabilityNotGranted { what: String, import: String, capability: &'static str },
     #[error("{what} imports `{import}`, which Stowage does not provide to adapters")]
     UnsupportedImport { what: String, import: String },
     #[error("compiling {what} failed: {reason}")]

@@ -25,6 +25,7 @@ mod cache;
 mod capability;
 mod config;
 mod cursor;
+mod display;
 mod engine;
 mod error;
 mod locks;
@@ -35,12 +36,16 @@ mod validate;
 
 pub use builtin::{Builtin, GUEST_ARTIFACT_DIR};
 pub use config::{AdapterSource, Grants, Limits, RuntimeConfig, SqlSync, StoreConfig};
+pub use display::model::{
+    DisplayContext, DisplayEvent, DisplayPage, DisplayRecord, SweepReport, SyntheticMessage, ToolInfo, ToolStatus,
+    ToolUpdate, content_type,
+};
+pub use display::{Display, DisplayOptions, MessageView};
 pub use engine::Allocator;
 pub use error::{Error, LoadError};
 pub use model::{
-    AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, JsonText, LoadFrom,
-    LoadRequest, MediaSource, Message, NewMessage, Page, Part, Role, Scope, StopReason, Timestamp,
-    TruncateOutcome, Usage,
+    AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, JsonText, LoadFrom, LoadRequest, MediaSource,
+    Message, NewMessage, Page, Part, Role, Scope, StopReason, Timestamp, TruncateOutcome, Usage,
 };
 pub use runtime::{AdapterReport, Runtime, SQL_DATABASE_FILE};
 pub use store::{Store, StoreStats};

@@ -25,10 +25,7 @@ pub struct Scope {
 
 impl Scope {
     pub fn new(tenant: impl Into<String>, user: impl Into<String>) -> Self {
-        Self {
-            tenant: tenant.into(),
-            user: user.into(),
-        }
+        Self { tenant: tenant.into(), user: user.into() }
     }
 }
 
@@ -41,8 +38,7 @@ impl JsonText {
     /// Validates `text` as one JSON value.
     pub fn parse(text: impl Into<String>) -> Result<Self, Error> {
         let text = text.into();
-        serde_json::from_str::<&RawValue>(&text)
-            .map_err(|e| Error::InvalidInput(format!("not valid JSON: {e}")))?;
+        serde_json::from_str::<&RawValue>(&text).map_err(|e| Error::InvalidInput(format!("not valid JSON: {e}")))?;
         Ok(Self(text))
     }
 
@@ -60,8 +56,7 @@ impl JsonText {
     }
 
     pub fn to_value(&self) -> Result<serde_json::Value, Error> {
-        serde_json::from_str(&self.0)
-            .map_err(|e| Error::InvalidInput(format!("not valid JSON: {e}")))
+        serde_json::from_str(&self.0).map_err(|e| Error::InvalidInput(format!("not valid JSON: {e}")))
     }
 }
 
@@ -144,35 +139,15 @@ impl Part {
     }
 
     pub fn thinking(text: impl Into<String>, signature: Option<String>) -> Self {
-        Part::Thinking {
-            text: text.into(),
-            signature,
-            redacted: false,
-        }
+        Part::Thinking { text: text.into(), signature, redacted: false }
     }
 
-    pub fn tool_call(
-        id: impl Into<String>,
-        name: impl Into<String>,
-        arguments: impl Into<String>,
-    ) -> Self {
-        Part::ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: arguments.into(),
-        }
+    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        Part::ToolCall { id: id.into(), name: name.into(), arguments: arguments.into() }
     }
 
-    pub fn tool_result(
-        call_id: impl Into<String>,
-        content: impl Into<String>,
-        is_error: bool,
-    ) -> Self {
-        Part::ToolResult {
-            call_id: call_id.into(),
-            content: content.into(),
-            is_error,
-        }
+    pub fn tool_result(call_id: impl Into<String>, content: impl Into<String>, is_error: bool) -> Self {
+        Part::ToolResult { call_id: call_id.into(), content: content.into(), is_error }
     }
 }
 
@@ -251,15 +226,7 @@ pub struct NewMessage {
 
 impl NewMessage {
     pub fn new(role: Role, parts: Vec<Part>) -> Self {
-        Self {
-            id: None,
-            role,
-            parts,
-            usage: None,
-            stop_reason: None,
-            created_at: None,
-            metadata: None,
-        }
+        Self { id: None, role, parts, usage: None, stop_reason: None, created_at: None, metadata: None }
     }
 
     pub fn text(role: Role, text: impl Into<String>) -> Self {
@@ -358,28 +325,16 @@ pub struct LoadRequest {
 
 impl LoadRequest {
     pub fn latest(limit: u32) -> Self {
-        Self {
-            from: LoadFrom::Latest,
-            limit,
-        }
+        Self { from: LoadFrom::Latest, limit }
     }
     pub fn after(seq: u64, limit: u32) -> Self {
-        Self {
-            from: LoadFrom::After(seq),
-            limit,
-        }
+        Self { from: LoadFrom::After(seq), limit }
     }
     pub fn before(seq: u64, limit: u32) -> Self {
-        Self {
-            from: LoadFrom::Before(seq),
-            limit,
-        }
+        Self { from: LoadFrom::Before(seq), limit }
     }
     pub fn cursor(cursor: impl Into<String>, limit: u32) -> Self {
-        Self {
-            from: LoadFrom::Cursor(cursor.into()),
-            limit,
-        }
+        Self { from: LoadFrom::Cursor(cursor.into()), limit }
     }
 }
 

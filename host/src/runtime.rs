@@ -44,14 +44,7 @@ impl Runtime {
         engine::start_ticker(&engine, config.epoch_tick)?;
         let cache = ComponentCache::new(&engine, config.cache_dir.clone());
         tracing::debug!(?allocator, cache = ?config.cache_dir, "stowage runtime ready");
-        Ok(Self {
-            inner: Arc::new(RuntimeInner {
-                engine,
-                allocator,
-                cache,
-                config,
-            }),
-        })
+        Ok(Self { inner: Arc::new(RuntimeInner { engine, allocator, cache, config }) })
     }
 
     /// Which instance allocator the engine uses (pooling unless unavailable).
@@ -59,36 +52,22 @@ impl Runtime {
         self.inner.allocator
     }
 
-    async fn load_image(
-        &self,
-        source: &AdapterSource,
-        grants: Grants,
-    ) -> Result<AdapterImage, Error> {
+    async fn load_image(&self, source: &AdapterSource, grants: Grants) -> Result<AdapterImage, Error> {
         let wasm = image::read_source(source)?;
         let what = source.describe();
         let inner = Arc::clone(&self.inner);
         // Compiling takes tens to hundreds of milliseconds: keep it off async workers.
-        tokio::task::spawn_blocking(move || {
-            image::load(&inner.engine, &inner.cache, &wasm, what, grants)
-        })
-        .await
-        .map_err(|e| Error::Internal(format!("adapter load task failed: {e}")))?
-        .map_err(Error::from)
+        tokio::task::spawn_blocking(move || image::load(&inner.engine, &inner.cache, &wasm, what, grants))
+            .await
+            .map_err(|e| Error::Internal(format!("adapter load task failed: {e}")))?
+            .map_err(Error::from)
     }
 
     /// Loads and checks an adapter without opening a store: its digest, size and
     /// imports. Fails exactly as opening a store with `grants` would.
-    pub async fn inspect(
-        &self,
-        source: &AdapterSource,
-        grants: Grants,
-    ) -> Result<AdapterReport, Error> {
+    pub async fn inspect(&self, source: &AdapterSource, grants: Grants) -> Result<AdapterReport, Error> {
         let image = self.load_image(source, grants).await?;
-        Ok(AdapterReport {
-            digest: image.digest,
-            size: image.size,
-            imports: image.imports,
-        })
+        Ok(AdapterReport { digest: image.digest, size: image.size, imports: image.imports })
     }
 
     /// Opens a store: loads its adapter, checks it against the contract and the
@@ -114,19 +93,12 @@ impl Runtime {
         let settings = PoolSettings {
             store_name: config.name.clone(),
             grants: config.grants,
-            deadline_ticks: engine::deadline_ticks(
-                config.limits.call_timeout,
-                self.inner.config.epoch_tick,
-            ),
+            deadline_ticks: engine::deadline_ticks(config.limits.call_timeout, self.inner.config.epoch_tick),
             data_dir: config.data_dir.clone(),
             limits: config.limits.clone(),
             sql: sql.clone(),
         };
-        let pool = Arc::new(InstancePool::new(
-            self.inner.engine.clone(),
-            image,
-            settings,
-        ));
+        let pool = Arc::new(InstancePool::new(self.inner.engine.clone(), image, settings));
         pool.warm_up().await?;
         tracing::info!(store = %config.name, adapter = %config.adapter.describe(), "store opened");
         Ok(Store::new(config.name, pool, sql))

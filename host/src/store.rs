@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 use serde::Serialize;
 
 use crate::adapter::bindings::conversation_store::MessageRange;
+use crate::adapter::bindings::display_store as wit_display;
 use crate::adapter::convert::{self, Outgoing};
 use crate::adapter::pool::InstancePool;
 use crate::capability::sql::SqlDatabase;
@@ -20,8 +21,8 @@ use crate::cursor::{self, MessagePosition};
 use crate::error::Error;
 use crate::locks::ConversationLocks;
 use crate::model::{
-    AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, LoadFrom, LoadRequest,
-    Message, NewMessage, Page, Scope, TruncateOutcome,
+    AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, LoadFrom, LoadRequest, Message, NewMessage,
+    Page, Scope, TruncateOutcome,
 };
 use crate::validate;
 
@@ -49,27 +50,14 @@ struct Inner {
     sql: Option<Arc<SqlDatabase>>,
 }
 
-fn now_millis() -> i64 {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+pub(crate) fn now_millis() -> i64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
 }
 
 impl Store {
-    pub(crate) fn new(
-        name: String,
-        pool: Arc<InstancePool>,
-        sql: Option<Arc<SqlDatabase>>,
-    ) -> Self {
-        Self {
-            inner: Arc::new(Inner {
-                name,
-                pool,
-                locks: ConversationLocks::default(),
-                sql,
-            }),
-        }
+    pub(crate) fn new(name: String, pool: Arc<InstancePool>, sql: Option<Arc<SqlDatabase>>) -> Self {
+        Self { inner: Arc::new(Inner { name, pool, locks: ConversationLocks::default(), sql }) }
     }
 
     /// The store's name, from its configuration.
@@ -107,28 +95,16 @@ impl Store {
     /// ones fails once with an I/O error. Errors when the store has no SQL grant.
     #[doc(hidden)]
     pub fn inject_sql_failure_after(&self, statements: u32) -> Result<(), Error> {
-        let sql = self
-            .inner
-            .sql
-            .as_ref()
-            .ok_or_else(|| Error::Config("the store has no sql grant".into()))?;
+        let sql = self.inner.sql.as_ref().ok_or_else(|| Error::Config("the store has no sql grant".into()))?;
         sql.inject_failure_after(statements);
         Ok(())
     }
 
     fn violation(&self, message: impl Into<String>) -> Error {
-        Error::ContractViolation {
-            store: self.inner.name.clone(),
-            message: message.into(),
-        }
+        Error::ContractViolation { store: self.inner.name.clone(), message: message.into() }
     }
 
-    fn check_info(
-        &self,
-        info: &ConversationInfo,
-        scope: &Scope,
-        conversation_id: &str,
-    ) -> Result<(), Error> {
+    fn check_info(&self, info: &ConversationInfo, scope: &Scope, conversation_id: &str) -> Result<(), Error> {
         if &info.scope != scope || info.id != conversation_id {
             return Err(self.violation("returned another conversation than the one asked for"));
         }
@@ -150,19 +126,13 @@ impl Store {
     ) -> Result<ConversationInfo, Error> {
         self.check_key(scope, conversation_id)?;
         let _guard = self.inner.locks.lock(scope, conversation_id).await;
-        let (wit_scope, id, wit_meta, now) = (
-            convert::scope(scope),
-            conversation_id.to_owned(),
-            convert::meta(&meta),
-            now_millis(),
-        );
+        let (wit_scope, id, wit_meta, now) =
+            (convert::scope(scope), conversation_id.to_owned(), convert::meta(&meta), now_millis());
         let info = self
             .inner
             .pool
             .run(move |adapter, store| {
-                adapter
-                    .stowage_store_conversation_store()
-                    .call_open(store, &wit_scope, &id, &wit_meta, now)
+                adapter.stowage_store_conversation_store().call_open(store, &wit_scope, &id, &wit_meta, now)
             })
             .await?
             .map_err(convert::error_back)?;
@@ -172,30 +142,18 @@ impl Store {
     }
 
     /// The conversation without its messages.
-    pub async fn info(
-        &self,
-        scope: &Scope,
-        conversation_id: &str,
-    ) -> Result<ConversationInfo, Error> {
+    pub async fn info(&self, scope: &Scope, conversation_id: &str) -> Result<ConversationInfo, Error> {
         self.check_key(scope, conversation_id)?;
         let _guard = self.inner.locks.lock(scope, conversation_id).await;
         self.info_locked(scope, conversation_id).await
     }
 
-    async fn info_locked(
-        &self,
-        scope: &Scope,
-        conversation_id: &str,
-    ) -> Result<ConversationInfo, Error> {
+    async fn info_locked(&self, scope: &Scope, conversation_id: &str) -> Result<ConversationInfo, Error> {
         let (wit_scope, id) = (convert::scope(scope), conversation_id.to_owned());
         let info = self
             .inner
             .pool
-            .run(move |adapter, store| {
-                adapter
-                    .stowage_store_conversation_store()
-                    .call_info(store, &wit_scope, &id)
-            })
+            .run(move |adapter, store| adapter.stowage_store_conversation_store().call_info(store, &wit_scope, &id))
             .await?
             .map_err(convert::error_back)?;
         let info = convert::info_back(info)?;
@@ -210,13 +168,8 @@ impl Store {
     ) -> Result<(Vec<String>, Vec<crate::adapter::bindings::types::Message>), Error> {
         validate::batch(messages, self.limits())?;
         let now = now_millis();
-        let ids: Vec<String> = messages
-            .iter()
-            .map(|m| {
-                m.id.clone()
-                    .unwrap_or_else(|| uuid::Uuid::now_v7().to_string())
-            })
-            .collect();
+        let ids: Vec<String> =
+            messages.iter().map(|m| m.id.clone().unwrap_or_else(|| uuid::Uuid::now_v7().to_string())).collect();
         let mut seen = HashSet::with_capacity(ids.len());
         for (index, id) in ids.iter().enumerate() {
             if !seen.insert(id.as_str()) {
@@ -260,11 +213,7 @@ impl Store {
         drop(messages);
         let count = wit.len();
         let _guard = self.inner.locks.lock(scope, conversation_id).await;
-        let (wit_scope, id, now) = (
-            convert::scope(scope),
-            conversation_id.to_owned(),
-            now_millis(),
-        );
+        let (wit_scope, id, now) = (convert::scope(scope), conversation_id.to_owned(), now_millis());
         let outcome = self
             .inner
             .pool
@@ -287,12 +236,7 @@ impl Store {
                 outcome.stored
             )));
         }
-        Ok(AppendOutcome {
-            ids,
-            seqs: outcome.seqs,
-            stored: outcome.stored,
-            version: outcome.version,
-        })
+        Ok(AppendOutcome { ids, seqs: outcome.seqs, stored: outcome.stored, version: outcome.version })
     }
 
     /// Replaces the whole history atomically; messages are renumbered from 1.
@@ -308,11 +252,7 @@ impl Store {
         let (_, wit) = self.prepare(&messages)?;
         drop(messages);
         let _guard = self.inner.locks.lock(scope, conversation_id).await;
-        let (wit_scope, id, now) = (
-            convert::scope(scope),
-            conversation_id.to_owned(),
-            now_millis(),
-        );
+        let (wit_scope, id, now) = (convert::scope(scope), conversation_id.to_owned(), now_millis());
         self.inner
             .pool
             .run(move |adapter, store| {
@@ -330,12 +270,7 @@ impl Store {
     }
 
     /// One page of messages in ascending seq order.
-    pub async fn load(
-        &self,
-        scope: &Scope,
-        conversation_id: &str,
-        request: LoadRequest,
-    ) -> Result<Page, Error> {
+    pub async fn load(&self, scope: &Scope, conversation_id: &str, request: LoadRequest) -> Result<Page, Error> {
         self.check_key(scope, conversation_id)?;
         validate::limit(request.limit, self.limits())?;
         let position = match request.from {
@@ -349,9 +284,7 @@ impl Store {
             None => (MessageRange::Latest, limit),
             Some(MessagePosition::Before(seq)) => (MessageRange::Before(seq), limit),
             // One extra tells whether newer messages remain.
-            Some(MessagePosition::After(seq)) => {
-                (MessageRange::After(seq), limit.saturating_add(1))
-            }
+            Some(MessagePosition::After(seq)) => (MessageRange::After(seq), limit.saturating_add(1)),
         };
         let _guard = self.inner.locks.lock(scope, conversation_id).await;
         let (wit_scope, id) = (convert::scope(scope), conversation_id.to_owned());
@@ -359,30 +292,19 @@ impl Store {
             .inner
             .pool
             .run(move |adapter, store| {
-                adapter
-                    .stowage_store_conversation_store()
-                    .call_load(store, &wit_scope, &id, range, fetch)
+                adapter.stowage_store_conversation_store().call_load(store, &wit_scope, &id, range, fetch)
             })
             .await?
             .map_err(convert::error_back)?;
         drop(_guard);
 
         if stored.len() > fetch as usize {
-            return Err(self.violation(format!(
-                "load returned {} messages for a limit of {fetch}",
-                stored.len()
-            )));
+            return Err(self.violation(format!("load returned {} messages for a limit of {fetch}", stored.len())));
         }
-        let mut messages = stored
-            .into_iter()
-            .map(convert::stored_message)
-            .collect::<Result<Vec<Message>, Error>>()?;
+        let mut messages = stored.into_iter().map(convert::stored_message).collect::<Result<Vec<Message>, Error>>()?;
         for pair in messages.windows(2) {
             if pair[1].seq != pair[0].seq + 1 {
-                return Err(self.violation(format!(
-                    "load returned seq {} after seq {}",
-                    pair[1].seq, pair[0].seq
-                )));
+                return Err(self.violation(format!("load returned seq {} after seq {}", pair[1].seq, pair[0].seq)));
             }
         }
         let in_range = |m: &Message| match position {
@@ -391,10 +313,7 @@ impl Store {
             Some(MessagePosition::After(seq)) => m.seq > seq,
         };
         if let Some(bad) = messages.iter().find(|m| !in_range(m) || m.seq == 0) {
-            return Err(self.violation(format!(
-                "load returned seq {} outside the requested range",
-                bad.seq
-            )));
+            return Err(self.violation(format!("load returned seq {} outside the requested range", bad.seq)));
         }
         let next = match position {
             Some(MessagePosition::After(_)) => {
@@ -406,15 +325,9 @@ impl Store {
                 }
             }
             // Seqs are contiguous from 1: older messages exist iff the first is not 1.
-            _ => messages
-                .first()
-                .filter(|m| m.seq > 1)
-                .map(|m| MessagePosition::Before(m.seq)),
+            _ => messages.first().filter(|m| m.seq > 1).map(|m| MessagePosition::Before(m.seq)),
         };
-        Ok(Page {
-            messages,
-            next_cursor: next.map(|p| cursor::encode_message(scope, conversation_id, p)),
-        })
+        Ok(Page { messages, next_cursor: next.map(|p| cursor::encode_message(scope, conversation_id, p)) })
     }
 
     /// Removes every message after `seq`. Removing nothing is a no-op.
@@ -427,8 +340,7 @@ impl Store {
     ) -> Result<TruncateOutcome, Error> {
         self.check_key(scope, conversation_id)?;
         let _guard = self.inner.locks.lock(scope, conversation_id).await;
-        self.truncate_locked(scope, conversation_id, seq, expected_version)
-            .await
+        self.truncate_locked(scope, conversation_id, seq, expected_version).await
     }
 
     async fn truncate_locked(
@@ -438,33 +350,27 @@ impl Store {
         seq: u64,
         expected_version: Option<u64>,
     ) -> Result<TruncateOutcome, Error> {
-        let (wit_scope, id, now) = (
-            convert::scope(scope),
-            conversation_id.to_owned(),
-            now_millis(),
-        );
+        let (wit_scope, id, now) = (convert::scope(scope), conversation_id.to_owned(), now_millis());
         let outcome = self
             .inner
             .pool
             .run(move |adapter, store| {
-                adapter
-                    .stowage_store_conversation_store()
-                    .call_truncate_after(store, &wit_scope, &id, seq, expected_version, now)
+                adapter.stowage_store_conversation_store().call_truncate_after(
+                    store,
+                    &wit_scope,
+                    &id,
+                    seq,
+                    expected_version,
+                    now,
+                )
             })
             .await?
             .map_err(convert::error_back)?;
-        Ok(TruncateOutcome {
-            removed: outcome.removed,
-            version: outcome.version,
-        })
+        Ok(TruncateOutcome { removed: outcome.removed, version: outcome.version })
     }
 
     /// Removes and returns the newest message (undo); `None` when empty.
-    pub async fn pop_last(
-        &self,
-        scope: &Scope,
-        conversation_id: &str,
-    ) -> Result<Option<Message>, Error> {
+    pub async fn pop_last(&self, scope: &Scope, conversation_id: &str) -> Result<Option<Message>, Error> {
         self.check_key(scope, conversation_id)?;
         let _guard = self.inner.locks.lock(scope, conversation_id).await;
         let info = self.info_locked(scope, conversation_id).await?;
@@ -476,13 +382,7 @@ impl Store {
             .inner
             .pool
             .run(move |adapter, store| {
-                adapter.stowage_store_conversation_store().call_load(
-                    store,
-                    &wit_scope,
-                    &id,
-                    MessageRange::Latest,
-                    1,
-                )
+                adapter.stowage_store_conversation_store().call_load(store, &wit_scope, &id, MessageRange::Latest, 1)
             })
             .await?
             .map_err(convert::error_back)?;
@@ -490,8 +390,7 @@ impl Store {
             return Ok(None);
         };
         let last = convert::stored_message(last)?;
-        self.truncate_locked(scope, conversation_id, last.seq - 1, Some(info.version))
-            .await?;
+        self.truncate_locked(scope, conversation_id, last.seq - 1, Some(info.version)).await?;
         Ok(Some(last))
     }
 
@@ -503,53 +402,29 @@ impl Store {
         let (wit_scope, id) = (convert::scope(scope), conversation_id.to_owned());
         self.inner
             .pool
-            .run(move |adapter, store| {
-                adapter
-                    .stowage_store_conversation_store()
-                    .call_delete(store, &wit_scope, &id)
-            })
+            .run(move |adapter, store| adapter.stowage_store_conversation_store().call_delete(store, &wit_scope, &id))
             .await?
             .map_err(convert::error_back)
     }
 
     /// One page of the scope's conversations, ordered by id.
-    pub async fn list(
-        &self,
-        scope: &Scope,
-        cursor: Option<&str>,
-        limit: u32,
-    ) -> Result<ConversationPage, Error> {
+    pub async fn list(&self, scope: &Scope, cursor: Option<&str>, limit: u32) -> Result<ConversationPage, Error> {
         validate::scope(scope)?;
         validate::limit(limit, self.limits())?;
         let after = cursor.map(|c| cursor::decode_list(scope, c)).transpose()?;
-        let (wit_scope, wit_after, fetch) = (
-            convert::scope(scope),
-            after.clone(),
-            limit.saturating_add(1),
-        );
+        let (wit_scope, wit_after, fetch) = (convert::scope(scope), after.clone(), limit.saturating_add(1));
         let listed = self
             .inner
             .pool
             .run(move |adapter, store| {
-                adapter.stowage_store_conversation_store().call_list(
-                    store,
-                    &wit_scope,
-                    wit_after.as_deref(),
-                    fetch,
-                )
+                adapter.stowage_store_conversation_store().call_list(store, &wit_scope, wit_after.as_deref(), fetch)
             })
             .await?
             .map_err(convert::error_back)?;
         if listed.len() > fetch as usize {
-            return Err(self.violation(format!(
-                "list returned {} conversations for a limit of {fetch}",
-                listed.len()
-            )));
+            return Err(self.violation(format!("list returned {} conversations for a limit of {fetch}", listed.len())));
         }
-        let mut conversations = listed
-            .into_iter()
-            .map(convert::info_back)
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut conversations = listed.into_iter().map(convert::info_back).collect::<Result<Vec<_>, _>>()?;
         // Never pass on another scope's conversation, whatever the adapter says.
         if conversations.iter().any(|c| &c.scope != scope) {
             return Err(self.violation("list returned a conversation of another scope"));
@@ -563,15 +438,121 @@ impl Store {
         }
         let next_cursor = if conversations.len() > limit as usize {
             conversations.truncate(limit as usize);
-            conversations
-                .last()
-                .map(|c| cursor::encode_list(scope, &c.id))
+            conversations.last().map(|c| cursor::encode_list(scope, &c.id))
         } else {
             None
         };
-        Ok(ConversationPage {
-            conversations,
-            next_cursor,
-        })
+        Ok(ConversationPage { conversations, next_cursor })
+    }
+
+    // Display-store primitives, for `Display`. Callers hold the conversation lock.
+
+    pub(crate) async fn lock_conversation(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+    ) -> tokio::sync::OwnedMutexGuard<()> {
+        self.inner.locks.lock(scope, conversation_id).await
+    }
+
+    pub(crate) async fn display_insert(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+        records: Vec<wit_display::DisplayRecord>,
+    ) -> Result<Vec<u64>, Error> {
+        let (wit_scope, id) = (convert::scope(scope), conversation_id.to_owned());
+        self.inner
+            .pool
+            .run(move |adapter, store| {
+                adapter.stowage_store_display_store().call_insert(store, &wit_scope, &id, &records)
+            })
+            .await?
+            .map_err(convert::error_back)
+    }
+
+    pub(crate) async fn display_by_tool_call_id(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+        tool_call_id: &str,
+    ) -> Result<Vec<wit_display::StoredDisplayRecord>, Error> {
+        let (wit_scope, id, call) = (convert::scope(scope), conversation_id.to_owned(), tool_call_id.to_owned());
+        let found = self
+            .inner
+            .pool
+            .run(move |adapter, store| {
+                adapter.stowage_store_display_store().call_by_tool_call_id(store, &wit_scope, &id, &call)
+            })
+            .await?
+            .map_err(convert::error_back)?;
+        if found.iter().any(|r| r.record.tool_call_id.as_deref() != Some(tool_call_id)) {
+            return Err(self.violation("by-tool-call-id returned a record of another call"));
+        }
+        Ok(found)
+    }
+
+    pub(crate) async fn display_update(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+        seq: u64,
+        record: wit_display::DisplayRecord,
+    ) -> Result<(), Error> {
+        let (wit_scope, id) = (convert::scope(scope), conversation_id.to_owned());
+        self.inner
+            .pool
+            .run(move |adapter, store| {
+                adapter.stowage_store_display_store().call_update(store, &wit_scope, &id, seq, &record)
+            })
+            .await?
+            .map_err(convert::error_back)
+    }
+
+    pub(crate) async fn display_list(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<wit_display::StoredDisplayRecord>, Error> {
+        let (wit_scope, id) = (convert::scope(scope), conversation_id.to_owned());
+        let listed = self
+            .inner
+            .pool
+            .run(move |adapter, store| {
+                adapter.stowage_store_display_store().call_list(store, &wit_scope, &id, after, limit)
+            })
+            .await?
+            .map_err(convert::error_back)?;
+        if listed.len() > limit as usize {
+            return Err(
+                self.violation(format!("display list returned {} records for a limit of {limit}", listed.len()))
+            );
+        }
+        Ok(listed)
+    }
+
+    pub(crate) async fn display_find_by_status(
+        &self,
+        statuses: &[String],
+        limit: u32,
+    ) -> Result<Vec<wit_display::LocatedDisplayRecord>, Error> {
+        let statuses = statuses.to_vec();
+        let wanted = statuses.clone();
+        let found = self
+            .inner
+            .pool
+            .run(move |adapter, store| {
+                adapter.stowage_store_display_store().call_find_by_status(store, &statuses, limit)
+            })
+            .await?
+            .map_err(convert::error_back)?;
+        if found.len() > limit as usize
+            || found.iter().any(|r| r.stored.record.status.as_ref().is_none_or(|s| !wanted.contains(s)))
+        {
+            return Err(self.violation("find-by-status returned records that do not match"));
+        }
+        Ok(found)
     }
 }

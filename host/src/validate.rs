@@ -24,10 +24,7 @@ fn check_text(kind: &str, value: &str, max: usize, allow_empty: bool) -> Result<
         return Err(Error::InvalidInput(format!("{kind} is empty")));
     }
     if value.len() > max {
-        return Err(Error::InvalidInput(format!(
-            "{kind} is {} bytes long; the limit is {max}",
-            value.len()
-        )));
+        return Err(Error::InvalidInput(format!("{kind} is {} bytes long; the limit is {max}", value.len())));
     }
     if let Some((at, c)) = value.char_indices().find(|(_, c)| c.is_control()) {
         return Err(Error::InvalidInput(format!(
@@ -53,10 +50,7 @@ pub fn scope(scope: &Scope) -> Result<(), Error> {
 
 pub fn limit(limit: u32, limits: &Limits) -> Result<(), Error> {
     if limit == 0 || limit > limits.max_page_size {
-        return Err(Error::InvalidInput(format!(
-            "limit must be between 1 and {}, got {limit}",
-            limits.max_page_size
-        )));
+        return Err(Error::InvalidInput(format!("limit must be between 1 and {}, got {limit}", limits.max_page_size)));
     }
     Ok(())
 }
@@ -81,8 +75,7 @@ fn encoded_size(message: &NewMessage) -> u64 {
             }
         } + 16)
         .sum();
-    let other = message.id.as_ref().map_or(0, String::len)
-        + message.metadata.as_ref().map_or(0, |m| m.as_str().len());
+    let other = message.id.as_ref().map_or(0, String::len) + message.metadata.as_ref().map_or(0, |m| m.as_str().len());
     (parts + other + 64) as u64
 }
 
@@ -92,12 +85,7 @@ pub fn message(index: usize, message: &NewMessage, limits: &Limits) -> Result<u6
     if let Some(id) = &message.id {
         message_id(id).map_err(|e| at(e.to_string()))?;
     }
-    if message
-        .usage
-        .as_ref()
-        .and_then(|u| u.cost)
-        .is_some_and(|c| !c.is_finite())
-    {
+    if message.usage.as_ref().and_then(|u| u.cost).is_some_and(|c| !c.is_finite()) {
         return Err(at("usage cost must be a finite number".into()));
     }
     for (p, part) in message.parts.iter().enumerate() {
@@ -106,19 +94,14 @@ pub fn message(index: usize, message: &NewMessage, limits: &Limits) -> Result<u6
                 return Err(at(format!("part {p}: a tool call needs an id")));
             }
             Part::ToolResult { call_id, .. } if call_id.is_empty() => {
-                return Err(at(format!(
-                    "part {p}: a tool result needs the id of its call"
-                )));
+                return Err(at(format!("part {p}: a tool result needs the id of its call")));
             }
             _ => {}
         }
     }
     let size = encoded_size(message);
     if size > limits.max_message_bytes {
-        return Err(at(format!(
-            "is about {size} bytes; the limit is {}",
-            limits.max_message_bytes
-        )));
+        return Err(at(format!("is about {size} bytes; the limit is {}", limits.max_message_bytes)));
     }
     Ok(size)
 }
@@ -157,14 +140,8 @@ mod tests {
             ("a\0b", "control character U+0000 at byte 1"),
             (long.as_str(), "10240 bytes long; the limit is 512"),
         ] {
-            let err = conversation_id(id)
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_default();
-            assert!(
-                err.contains(expected),
-                "{err:?} should mention {expected:?}"
-            );
+            let err = conversation_id(id).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(err.contains(expected), "{err:?} should mention {expected:?}");
         }
         for fine in ["../x", "a/b", "..", "日本語 🚀", "C:\\x"] {
             assert!(conversation_id(fine).is_ok(), "{fine:?} is a legal id");

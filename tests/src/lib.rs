@@ -38,12 +38,8 @@ pub struct Subject {
     pub ledger: Vec<(&'static str, &'static str)>,
 }
 
-const NULL_KEEPS_NOTHING: &str =
-    "the null adapter keeps nothing by design: reads never return what was written";
-const NULL_ONLY: (&str, &str) = (
-    "null_accepts_writes_and_keeps_nothing",
-    "describes the null adapter only",
-);
+const NULL_KEEPS_NOTHING: &str = "the null adapter keeps nothing by design: reads never return what was written";
+const NULL_ONLY: (&str, &str) = ("null_accepts_writes_and_keeps_nothing", "describes the null adapter only");
 
 impl Subject {
     /// One of the built-in adapters, with its ledger.
@@ -90,10 +86,7 @@ impl Subject {
     }
 
     fn not_applicable(&self, case: &str) -> Option<&'static str> {
-        self.ledger
-            .iter()
-            .find(|(name, _)| *name == case)
-            .map(|(_, reason)| *reason)
+        self.ledger.iter().find(|(name, _)| *name == case).map(|(_, reason)| *reason)
     }
 }
 
@@ -111,10 +104,7 @@ pub fn shared_runtime() -> anyhow::Result<Runtime> {
 /// A new runtime (a new engine), as after a host restart.
 pub fn fresh_runtime() -> anyhow::Result<Runtime> {
     let cache = std::env::temp_dir().join("stowage-test-component-cache");
-    Ok(Runtime::new(RuntimeConfig {
-        cache_dir: Some(cache),
-        ..RuntimeConfig::default()
-    })?)
+    Ok(Runtime::new(RuntimeConfig { cache_dir: Some(cache), ..RuntimeConfig::default() })?)
 }
 
 /// What one case gets: a store on a scratch directory, and ways to restart it.
@@ -127,18 +117,8 @@ pub struct Ctx {
 impl Ctx {
     pub async fn new(subject: &Subject) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
-        let store = open_store(
-            &shared_runtime()?,
-            subject,
-            &dir.path().join("data"),
-            Limits::default(),
-        )
-        .await?;
-        Ok(Self {
-            subject: subject.clone(),
-            store,
-            dir,
-        })
+        let store = open_store(&shared_runtime()?, subject, &dir.path().join("data"), Limits::default()).await?;
+        Ok(Self { subject: subject.clone(), store, dir })
     }
 
     /// The store's data directory.
@@ -153,25 +133,13 @@ impl Ctx {
 
     /// A second store over the same data, on the shared runtime.
     pub async fn reopened_store(&self) -> anyhow::Result<Store> {
-        open_store(
-            &shared_runtime()?,
-            &self.subject,
-            &self.data_dir(),
-            Limits::default(),
-        )
-        .await
+        open_store(&shared_runtime()?, &self.subject, &self.data_dir(), Limits::default()).await
     }
 
     /// Builds a brand-new runtime and store over the same data:
     /// what a host restart sees.
     pub async fn restarted_store(&self) -> anyhow::Result<Store> {
-        open_store(
-            &fresh_runtime()?,
-            &self.subject,
-            &self.data_dir(),
-            Limits::default(),
-        )
-        .await
+        open_store(&fresh_runtime()?, &self.subject, &self.data_dir(), Limits::default()).await
     }
 }
 
@@ -213,10 +181,7 @@ pub struct Report {
 
 impl Report {
     pub fn failures(&self) -> Vec<&(&'static str, Outcome)> {
-        self.results
-            .iter()
-            .filter(|(_, o)| matches!(o, Outcome::Fail(_)))
-            .collect()
+        self.results.iter().filter(|(_, o)| matches!(o, Outcome::Fail(_))).collect()
     }
 
     pub fn passed(&self) -> bool {
@@ -262,8 +227,5 @@ pub async fn run_catalogue(subject: &Subject) -> Report {
         };
         results.push((case.name, outcome));
     }
-    Report {
-        subject: subject.name.clone(),
-        results,
-    }
+    Report { subject: subject.name.clone(), results }
 }

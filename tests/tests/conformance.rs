@@ -6,12 +6,7 @@ use stowage_tests::{Subject, run_catalogue};
 async fn check(builtin: Builtin) {
     let report = run_catalogue(&Subject::builtin(builtin)).await;
     println!("{}", report.render());
-    assert!(
-        report.passed(),
-        "{} failed conformance:\n{}",
-        builtin.name(),
-        report.render()
-    );
+    assert!(report.passed(), "{} failed conformance:\n{}", builtin.name(), report.render());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

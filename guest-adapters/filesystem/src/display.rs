@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::exports::stowage::store::display_store::{DisplayRecord, Scope, StoredDisplayRecord};
+use crate::exports::stowage::store::display_store::{
+    DisplayRecord, LocatedDisplayRecord, Scope, StoredDisplayRecord,
+};
 use crate::frame::{self, LogContents};
 use crate::io_error;
 use crate::layout;
@@ -12,20 +14,41 @@ use crate::stowage::store::types::Error;
 
 #[derive(Serialize, Deserialize)]
 enum Entry {
-    Insert(Vec<StoredDisplayRecord>),
+    /// New records. Each insert names its conversation, so a scan of the data
+    /// directory (the start-up sweep) knows where a record belongs.
+    Insert {
+        scope: Scope,
+        conversation_id: String,
+        records: Vec<StoredDisplayRecord>,
+    },
     Update(StoredDisplayRecord),
 }
 
 struct Display {
     path: PathBuf,
     records: Vec<StoredDisplayRecord>,
+    /// (scope, conversation id) from the first insert; `None` for an empty log.
+    owner: Option<(Scope, String)>,
     log: LogContents,
 }
 
 impl Display {
     fn read(scope: &Scope, conversation_id: &str) -> Result<Self, Error> {
         let path = layout::conversation_dir(scope, conversation_id).join(layout::DISPLAY);
+        let display = Self::read_path(path)?;
+        match &display.owner {
+            // Only possible if two ids hashed to one directory name (SHA-256).
+            Some((s, id)) if s != scope || id != conversation_id => Err(Error::Storage(format!(
+                "{} belongs to another conversation",
+                display.path.display()
+            ))),
+            _ => Ok(display),
+        }
+    }
+
+    fn read_path(path: PathBuf) -> Result<Self, Error> {
         let log = frame::read_log(&path)?;
+        let mut owner = None;
         let mut records: Vec<StoredDisplayRecord> = Vec::new();
         for (index, payload) in log.frames.iter().enumerate() {
             let entry: Entry = serde_json::from_slice(payload).map_err(|e| {
@@ -36,7 +59,10 @@ impl Display {
                 ))
             })?;
             match entry {
-                Entry::Insert(new) => records.extend(new),
+                Entry::Insert { scope, conversation_id, records: new } => {
+                    owner.get_or_insert((scope, conversation_id));
+                    records.extend(new);
+                }
                 Entry::Update(updated) => {
                     // Seqs are contiguous from 1, so the position is seq - 1.
                     let slot = usize::try_from(updated.seq.wrapping_sub(1))
@@ -56,7 +82,7 @@ impl Display {
                 }
             }
         }
-        Ok(Self { path, records, log })
+        Ok(Self { path, records, owner, log })
     }
 
     fn append(&self, entry: &Entry) -> Result<(), Error> {
@@ -84,22 +110,25 @@ pub fn insert(
         .collect();
     let seqs = stored.iter().map(|r| r.seq).collect();
     if !stored.is_empty() {
-        display.append(&Entry::Insert(stored))?;
+        display.append(&Entry::Insert {
+            scope: scope.clone(),
+            conversation_id: conversation_id.to_owned(),
+            records: stored,
+        })?;
     }
     Ok(seqs)
 }
 
-pub fn get_tool_call(
+pub fn by_tool_call_id(
     scope: &Scope,
     conversation_id: &str,
     tool_call_id: &str,
-) -> Result<StoredDisplayRecord, Error> {
-    Display::read(scope, conversation_id)?
+) -> Result<Vec<StoredDisplayRecord>, Error> {
+    Ok(Display::read(scope, conversation_id)?
         .records
         .into_iter()
-        .rev()
-        .find(|r| r.record.tool_call_id.as_deref() == Some(tool_call_id))
-        .ok_or(Error::NotFound)
+        .filter(|r| r.record.tool_call_id.as_deref() == Some(tool_call_id))
+        .collect())
 }
 
 pub fn update(
@@ -127,4 +156,51 @@ pub fn list(
         .filter(|r| r.seq > after)
         .take(limit as usize)
         .collect())
+}
+
+/// Directories directly below `dir` (none if it does not exist).
+fn subdirs(dir: &std::path::Path) -> Result<Vec<PathBuf>, Error> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_error(&format!("listing {}", dir.display()), e)),
+    };
+    let mut dirs = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| io_error(&format!("listing {}", dir.display()), e))?;
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with('.') {
+            continue; // the trash, temporary files
+        }
+        if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            dirs.push(entry.path());
+        }
+    }
+    dirs.sort();
+    Ok(dirs)
+}
+
+pub fn find_by_status(statuses: &[String], limit: u32) -> Result<Vec<LocatedDisplayRecord>, Error> {
+    let mut found = Vec::new();
+    for tenant in subdirs(std::path::Path::new(layout::ROOT))? {
+        for user in subdirs(&tenant)? {
+            for conversation in subdirs(&user)? {
+                let display = Display::read_path(conversation.join(layout::DISPLAY))?;
+                let Some((scope, conversation_id)) = display.owner else { continue };
+                for stored in display.records {
+                    if found.len() >= limit as usize {
+                        return Ok(found);
+                    }
+                    if stored.record.status.as_ref().is_some_and(|s| statuses.contains(s)) {
+                        found.push(LocatedDisplayRecord {
+                            scope: scope.clone(),
+                            conversation_id: conversation_id.clone(),
+                            stored,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(found)
 }

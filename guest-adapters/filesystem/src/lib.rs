@@ -27,7 +27,7 @@ use exports::stowage::store::conversation_store::{
     MessageRange, Scope, StoredMessage, TruncateOutcome,
 };
 use exports::stowage::store::display_store::{
-    DisplayRecord, Guest as DisplayStore, StoredDisplayRecord,
+    DisplayRecord, Guest as DisplayStore, LocatedDisplayRecord, StoredDisplayRecord,
 };
 use stowage::store::types::Error;
 
@@ -125,12 +125,12 @@ impl DisplayStore for Filesystem {
         display::insert(&scope, &conversation_id, records)
     }
 
-    fn get_tool_call(
+    fn by_tool_call_id(
         scope: Scope,
         conversation_id: String,
         tool_call_id: String,
-    ) -> Result<StoredDisplayRecord, Error> {
-        display::get_tool_call(&scope, &conversation_id, &tool_call_id)
+    ) -> Result<Vec<StoredDisplayRecord>, Error> {
+        display::by_tool_call_id(&scope, &conversation_id, &tool_call_id)
     }
 
     fn update(
@@ -149,6 +149,10 @@ impl DisplayStore for Filesystem {
         limit: u32,
     ) -> Result<Vec<StoredDisplayRecord>, Error> {
         display::list(&scope, &conversation_id, after, limit)
+    }
+
+    fn find_by_status(statuses: Vec<String>, limit: u32) -> Result<Vec<LocatedDisplayRecord>, Error> {
+        display::find_by_status(&statuses, limit)
     }
 }
 

@@ -13,7 +13,7 @@ use exports::stowage::store::conversation_store::{
     MessageRange, Scope, StoredMessage, TruncateOutcome,
 };
 use exports::stowage::store::display_store::{
-    DisplayRecord, Guest as DisplayStore, StoredDisplayRecord,
+    DisplayRecord, Guest as DisplayStore, LocatedDisplayRecord, StoredDisplayRecord,
 };
 use stowage::store::types::Error;
 
@@ -90,8 +90,8 @@ impl DisplayStore for Null {
         Ok((1..=records.len() as u64).collect())
     }
 
-    fn get_tool_call(_: Scope, _: String, _: String) -> Result<StoredDisplayRecord, Error> {
-        Err(Error::NotFound)
+    fn by_tool_call_id(_: Scope, _: String, _: String) -> Result<Vec<StoredDisplayRecord>, Error> {
+        Ok(Vec::new())
     }
 
     fn update(_: Scope, _: String, _: u64, _: DisplayRecord) -> Result<(), Error> {
@@ -99,6 +99,10 @@ impl DisplayStore for Null {
     }
 
     fn list(_: Scope, _: String, _: u64, _: u32) -> Result<Vec<StoredDisplayRecord>, Error> {
+        Ok(Vec::new())
+    }
+
+    fn find_by_status(_: Vec<String>, _: u32) -> Result<Vec<LocatedDisplayRecord>, Error> {
         Ok(Vec::new())
     }
 }

@@ -18,7 +18,7 @@ use exports::stowage::store::conversation_store::{
     MessageRange, Scope, StoredMessage, TruncateOutcome,
 };
 use exports::stowage::store::display_store::{
-    DisplayRecord, Guest as DisplayStore, StoredDisplayRecord,
+    DisplayRecord, Guest as DisplayStore, LocatedDisplayRecord, StoredDisplayRecord,
 };
 use stowage::store::types::{Conflict, Error};
 
@@ -331,14 +331,16 @@ impl DisplayStore for Sqlite {
             let mut seqs = Vec::with_capacity(records.len());
             for (record, seq) in records.iter().zip(last + 1..) {
                 db::execute(
-                    "INSERT INTO display_records (tenant, user, conversation_id, seq, tool_call_id, body) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    "INSERT INTO display_records \
+                     (tenant, user, conversation_id, seq, tool_call_id, status, body) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                     &[
                         tenant.clone(),
                         user.clone(),
                         conversation.clone(),
                         int(seq as i64),
-                        record.tool_call_id.as_deref().map_or(Value::Null, text),
+                        optional_text(&record.tool_call_id),
+                        optional_text(&record.status),
                         blob_json(record)?,
                     ],
                 )?;
@@ -348,19 +350,19 @@ impl DisplayStore for Sqlite {
         })
     }
 
-    fn get_tool_call(
+    fn by_tool_call_id(
         scope: Scope,
         conversation_id: String,
         tool_call_id: String,
-    ) -> Result<StoredDisplayRecord, Error> {
+    ) -> Result<Vec<StoredDisplayRecord>, Error> {
         schema::ensure()?;
         let [tenant, user, conversation] = display_key(&scope, &conversation_id);
         let rows = db::query(
             "SELECT seq, body FROM display_records WHERE tenant = ?1 AND user = ?2 \
-             AND conversation_id = ?3 AND tool_call_id = ?4 ORDER BY seq DESC LIMIT 1",
+             AND conversation_id = ?3 AND tool_call_id = ?4 ORDER BY seq",
             &[tenant, user, conversation, text(&tool_call_id)],
         )?;
-        stored_display(rows.first().ok_or(Error::NotFound)?)
+        rows.iter().map(stored_display).collect()
     }
 
     fn update(
@@ -372,14 +374,15 @@ impl DisplayStore for Sqlite {
         schema::ensure()?;
         let [tenant, user, conversation] = display_key(&scope, &conversation_id);
         let changed = db::execute(
-            "UPDATE display_records SET tool_call_id = ?5, body = ?6 \
+            "UPDATE display_records SET tool_call_id = ?5, status = ?6, body = ?7 \
              WHERE tenant = ?1 AND user = ?2 AND conversation_id = ?3 AND seq = ?4",
             &[
                 tenant,
                 user,
                 conversation,
                 int(seq.min(i64::MAX as u64) as i64),
-                record.tool_call_id.as_deref().map_or(Value::Null, text),
+                optional_text(&record.tool_call_id),
+                optional_text(&record.status),
                 blob_json(&record)?,
             ],
         )?;
@@ -401,6 +404,37 @@ impl DisplayStore for Sqlite {
         )?;
         rows.iter().map(stored_display).collect()
     }
+
+    fn find_by_status(statuses: Vec<String>, limit: u32) -> Result<Vec<LocatedDisplayRecord>, Error> {
+        schema::ensure()?;
+        if statuses.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders: Vec<String> = (2..statuses.len() + 2).map(|i| format!("?{i}")).collect();
+        let mut params = vec![int(i64::from(limit))];
+        params.extend(statuses.iter().map(|s| text(s)));
+        let rows = db::query(
+            &format!(
+                "SELECT tenant, user, conversation_id, seq, body FROM display_records \
+                 WHERE status IN ({}) ORDER BY tenant, user, conversation_id, seq LIMIT ?1",
+                placeholders.join(", ")
+            ),
+            &params,
+        )?;
+        rows.iter()
+            .map(|row| {
+                Ok(LocatedDisplayRecord {
+                    scope: Scope { tenant: row.text(0)?, user: row.text(1)? },
+                    conversation_id: row.text(2)?,
+                    stored: StoredDisplayRecord { seq: row.uint(3)?, record: row.json(4)? },
+                })
+            })
+            .collect()
+    }
+}
+
+fn optional_text(value: &Option<String>) -> Value {
+    value.as_deref().map_or(Value::Null, text)
 }
 
 export!(Sqlite);

@@ -34,10 +34,12 @@ const MIGRATIONS: &[&[&str]] = &[&[
         conversation_id TEXT NOT NULL,
         seq INTEGER NOT NULL,
         tool_call_id TEXT,
+        status TEXT,
         body BLOB NOT NULL,
         PRIMARY KEY (tenant, user, conversation_id, seq)
     ) WITHOUT ROWID",
     "CREATE INDEX display_tool_calls ON display_records (tenant, user, conversation_id, tool_call_id)",
+    "CREATE INDEX display_status ON display_records (status) WHERE status IS NOT NULL",
 ]];
 
 static CURRENT: AtomicBool = AtomicBool::new(false);

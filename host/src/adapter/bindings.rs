@@ -5,8 +5,9 @@ wasmtime::component::bindgen!({
     world: "stowage:store/sql-adapter",
 });
 
-pub use exports::stowage::store::conversation_store;
-pub use stowage::store::{log, sql, types};
+pub use self::exports::stowage::store::conversation_store;
+pub use self::exports::stowage::store::display_store;
+pub use self::stowage::store::{log, sql, types};
 
 /// Interface names, as they appear in a component's imports and exports.
 pub mod names {

@@ -3,15 +3,11 @@
 use super::bindings::types as wit;
 use crate::error::Error;
 use crate::model::{
-    ConversationInfo, ConversationMeta, JsonText, MediaSource, Message, Part, Role, Scope,
-    StopReason, Usage,
+    ConversationInfo, ConversationMeta, JsonText, MediaSource, Message, Part, Role, Scope, StopReason, Usage,
 };
 
 pub fn scope(s: &Scope) -> wit::Scope {
-    wit::Scope {
-        tenant: s.tenant.clone(),
-        user: s.user.clone(),
-    }
+    wit::Scope { tenant: s.tenant.clone(), user: s.user.clone() }
 }
 
 fn role(r: Role) -> wit::Role {
@@ -37,38 +33,18 @@ fn role_back(r: wit::Role) -> Role {
 fn part(p: &Part) -> wit::Part {
     match p {
         Part::Text { text } => wit::Part::Text(text.clone()),
-        Part::Thinking {
-            text,
-            signature,
-            redacted,
-        } => wit::Part::Thinking(wit::Thinking {
-            text: text.clone(),
-            signature: signature.clone(),
-            redacted: *redacted,
-        }),
-        Part::ToolCall {
-            id,
-            name,
-            arguments,
-        } => wit::Part::ToolCall(wit::ToolCall {
-            id: id.clone(),
-            name: name.clone(),
-            arguments: arguments.clone(),
-        }),
-        Part::ToolResult {
-            call_id,
-            content,
-            is_error,
-        } => wit::Part::ToolResult(wit::ToolResult {
+        Part::Thinking { text, signature, redacted } => {
+            wit::Part::Thinking(wit::Thinking { text: text.clone(), signature: signature.clone(), redacted: *redacted })
+        }
+        Part::ToolCall { id, name, arguments } => {
+            wit::Part::ToolCall(wit::ToolCall { id: id.clone(), name: name.clone(), arguments: arguments.clone() })
+        }
+        Part::ToolResult { call_id, content, is_error } => wit::Part::ToolResult(wit::ToolResult {
             call_id: call_id.clone(),
             content: content.clone(),
             is_error: *is_error,
         }),
-        Part::Media {
-            mime_type,
-            source,
-            name,
-        } => wit::Part::Media(wit::Media {
+        Part::Media { mime_type, source, name } => wit::Part::Media(wit::Media {
             mime_type: mime_type.clone(),
             source: match source {
                 MediaSource::Url(url) => wit::MediaSource::Url(url.clone()),
@@ -82,21 +58,9 @@ fn part(p: &Part) -> wit::Part {
 fn part_back(p: wit::Part) -> Part {
     match p {
         wit::Part::Text(text) => Part::Text { text },
-        wit::Part::Thinking(t) => Part::Thinking {
-            text: t.text,
-            signature: t.signature,
-            redacted: t.redacted,
-        },
-        wit::Part::ToolCall(c) => Part::ToolCall {
-            id: c.id,
-            name: c.name,
-            arguments: c.arguments,
-        },
-        wit::Part::ToolResult(r) => Part::ToolResult {
-            call_id: r.call_id,
-            content: r.content,
-            is_error: r.is_error,
-        },
+        wit::Part::Thinking(t) => Part::Thinking { text: t.text, signature: t.signature, redacted: t.redacted },
+        wit::Part::ToolCall(c) => Part::ToolCall { id: c.id, name: c.name, arguments: c.arguments },
+        wit::Part::ToolResult(r) => Part::ToolResult { call_id: r.call_id, content: r.content, is_error: r.is_error },
         wit::Part::Media(m) => Part::Media {
             mime_type: m.mime_type,
             source: match m.source {
@@ -118,12 +82,7 @@ fn usage(u: &Usage) -> wit::Usage {
 }
 
 fn usage_back(u: wit::Usage) -> Usage {
-    Usage {
-        input_tokens: u.input_tokens,
-        output_tokens: u.output_tokens,
-        cached_tokens: u.cached_tokens,
-        cost: u.cost,
-    }
+    Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens, cached_tokens: u.cached_tokens, cost: u.cost }
 }
 
 fn stop_reason(s: &StopReason) -> wit::StopReason {
@@ -175,10 +134,7 @@ pub fn message(m: &Outgoing<'_>) -> wit::Message {
 
 /// JSON text coming back from an adapter is re-validated: storage may be damaged.
 fn json_back(text: Option<String>, what: &str) -> Result<Option<JsonText>, Error> {
-    text.map(|t| {
-        JsonText::parse(t).map_err(|_| Error::Storage(format!("stored {what} is not valid JSON")))
-    })
-    .transpose()
+    text.map(|t| JsonText::parse(t).map_err(|_| Error::Storage(format!("stored {what} is not valid JSON")))).transpose()
 }
 
 pub fn stored_message(m: wit::StoredMessage) -> Result<Message, Error> {
@@ -212,10 +168,7 @@ pub fn info_back(i: wit::ConversationInfo) -> Result<ConversationInfo, Error> {
             metadata: json_back(i.meta.metadata, "conversation metadata")?,
         },
         id: i.id,
-        scope: Scope {
-            tenant: i.scope.tenant,
-            user: i.scope.user,
-        },
+        scope: Scope { tenant: i.scope.tenant, user: i.scope.user },
         created_at: i.created_at,
         updated_at: i.updated_at,
         message_count: i.message_count,
@@ -228,10 +181,7 @@ pub fn info_back(i: wit::ConversationInfo) -> Result<ConversationInfo, Error> {
 pub fn error_back(e: wit::Error) -> Error {
     match e {
         wit::Error::NotFound => Error::NotFound,
-        wit::Error::Conflict(c) => Error::Conflict {
-            expected: c.expected_version,
-            actual: c.actual_version,
-        },
+        wit::Error::Conflict(c) => Error::Conflict { expected: c.expected_version, actual: c.actual_version },
         wit::Error::InvalidInput(reason) => Error::InvalidInput(reason),
         wit::Error::InvalidCursor => Error::InvalidCursor,
         wit::Error::Unsupported(what) => Error::Unsupported(what),

@@ -38,15 +38,9 @@ fn classify(import: &str) -> ImportNeed {
         _ if interface.starts_with("wasi:filesystem/") => ImportNeed::Capability("filesystem"),
         // Deny-by-default WASI: no env, args or stdio content; sockets are linked but
         // every connection, bind and name lookup is refused.
-        _ if [
-            "wasi:cli/",
-            "wasi:io/",
-            "wasi:clocks/",
-            "wasi:random/",
-            "wasi:sockets/",
-        ]
-        .iter()
-        .any(|prefix| interface.starts_with(prefix)) =>
+        _ if ["wasi:cli/", "wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:sockets/"]
+            .iter()
+            .any(|prefix| interface.starts_with(prefix)) =>
         {
             ImportNeed::Always
         }
@@ -67,12 +61,7 @@ pub fn read_source(source: &AdapterSource) -> Result<std::sync::Arc<[u8]>, LoadE
     match source {
         AdapterSource::Builtin(builtin) => Ok(builtin.wasm().into()),
         AdapterSource::File(path) => {
-            std::fs::read(path)
-                .map(Into::into)
-                .map_err(|source| LoadError::Read {
-                    path: path.clone(),
-                    source,
-                })
+            std::fs::read(path).map(Into::into).map_err(|source| LoadError::Read { path: path.clone(), source })
         }
         AdapterSource::Bytes { wasm, .. } => Ok(wasm.clone()),
     }
@@ -80,12 +69,7 @@ pub fn read_source(source: &AdapterSource) -> Result<std::sync::Arc<[u8]>, LoadE
 
 /// Rejects anything that is not a component binary, with the reason.
 fn check_header(wasm: &[u8], what: &str) -> Result<(), LoadError> {
-    let fail = |reason: &str| {
-        Err(LoadError::NotAComponent {
-            what: what.to_owned(),
-            reason: reason.to_owned(),
-        })
-    };
+    let fail = |reason: &str| Err(LoadError::NotAComponent { what: what.to_owned(), reason: reason.to_owned() });
     if wasm.len() < 8 || &wasm[..4] != b"\0asm" {
         return fail("the file does not start with the WebAssembly magic number");
     }
@@ -100,10 +84,7 @@ fn check_header(wasm: &[u8], what: &str) -> Result<(), LoadError> {
 }
 
 fn linker(engine: &Engine, grants: Grants, what: &str) -> Result<Linker<AdapterState>, LoadError> {
-    let link_error = |e: wasmtime::Error| LoadError::Link {
-        what: what.to_owned(),
-        reason: format!("{e:#}"),
-    };
+    let link_error = |e: wasmtime::Error| LoadError::Link { what: what.to_owned(), reason: format!("{e:#}") };
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(link_error)?;
     types::add_to_linker::<_, HasSelf<AdapterState>>(&mut linker, |s| s).map_err(link_error)?;
@@ -129,49 +110,27 @@ pub fn load(
 
     for export in names::REQUIRED_EXPORTS {
         if ty.get_export(engine, export).is_none() {
-            return Err(LoadError::MissingExport {
-                what,
-                export: export.to_owned(),
-            });
+            return Err(LoadError::MissingExport { what, export: export.to_owned() });
         }
     }
 
-    let imports: Vec<String> = ty
-        .imports(engine)
-        .map(|(name, _)| name.to_owned())
-        .collect();
+    let imports: Vec<String> = ty.imports(engine).map(|(name, _)| name.to_owned()).collect();
     for import in &imports {
         match classify(import) {
             ImportNeed::Always => {}
             ImportNeed::Capability(capability) if granted(grants, capability) => {}
             ImportNeed::Capability(capability) => {
-                return Err(LoadError::CapabilityNotGranted {
-                    what,
-                    import: import.clone(),
-                    capability,
-                });
+                return Err(LoadError::CapabilityNotGranted { what, import: import.clone(), capability });
             }
             ImportNeed::Unsupported => {
-                return Err(LoadError::UnsupportedImport {
-                    what,
-                    import: import.clone(),
-                });
+                return Err(LoadError::UnsupportedImport { what, import: import.clone() });
             }
         }
     }
 
     let linker = linker(engine, grants, &what)?;
-    let link_error = |e: wasmtime::Error| LoadError::Link {
-        what: what.clone(),
-        reason: format!("{e:#}"),
-    };
+    let link_error = |e: wasmtime::Error| LoadError::Link { what: what.clone(), reason: format!("{e:#}") };
     let instance_pre = linker.instantiate_pre(&component).map_err(link_error)?;
     let pre = SqlAdapterPre::new(instance_pre).map_err(link_error)?;
-    Ok(AdapterImage {
-        what,
-        digest,
-        size: wasm.len(),
-        imports,
-        pre,
-    })
+    Ok(AdapterImage { what, digest, size: wasm.len(), imports, pre })
 }

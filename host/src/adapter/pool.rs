@@ -86,10 +86,7 @@ impl InstancePool {
     fn instantiate(&self) -> Result<Instance, Error> {
         let settings = &self.settings;
         let fail = |reason: String| {
-            Error::Load(crate::error::LoadError::Instantiate {
-                what: self.image.what.clone(),
-                reason,
-            })
+            Error::Load(crate::error::LoadError::Instantiate { what: self.image.what.clone(), reason })
         };
         let mut wasi = WasiCtx::builder();
         // Calls already run on a blocking thread: let WASI do file I/O in place.
@@ -101,10 +98,7 @@ impl InstancePool {
         let state = AdapterState {
             wasi: wasi.build(),
             table: ResourceTable::new(),
-            limiter: Limiter {
-                memory_bytes: settings.limits.memory_bytes,
-                table_elements: 100_000,
-            },
+            limiter: Limiter { memory_bytes: settings.limits.memory_bytes, table_elements: 100_000 },
             log: LogSink::new(settings.store_name.clone()),
             sql: settings.sql.clone().map(SqlSession::new),
         };
@@ -124,26 +118,15 @@ impl InstancePool {
     fn classify(&self, err: wasmtime::Error, during: &str) -> Error {
         let store = self.settings.store_name.clone();
         if let Some(limit) = err.downcast_ref::<MemoryLimitExceeded>() {
-            self.counters
-                .memory_limit_hits
-                .fetch_add(1, Ordering::Relaxed);
-            return Error::MemoryLimit {
-                store,
-                limit: limit.limit,
-            };
+            self.counters.memory_limit_hits.fetch_add(1, Ordering::Relaxed);
+            return Error::MemoryLimit { store, limit: limit.limit };
         }
         if let Some(Trap::Interrupt) = err.downcast_ref::<Trap>() {
             self.counters.timeouts.fetch_add(1, Ordering::Relaxed);
-            return Error::Timeout {
-                store,
-                deadline: self.settings.limits.call_timeout,
-            };
+            return Error::Timeout { store, deadline: self.settings.limits.call_timeout };
         }
         self.counters.traps.fetch_add(1, Ordering::Relaxed);
-        Error::Trap {
-            store,
-            message: format!("{during}: {err:#}"),
-        }
+        Error::Trap { store, message: format!("{during}: {err:#}") }
     }
 
     /// Runs `call` on an instance. `Ok(Err(_))` results (contract errors) keep the
@@ -151,9 +134,7 @@ impl InstancePool {
     pub async fn run<R, F>(self: &Arc<Self>, call: F) -> Result<R, Error>
     where
         R: Send + 'static,
-        F: FnOnce(&SqlAdapter, &mut wasmtime::Store<AdapterState>) -> wasmtime::Result<R>
-            + Send
-            + 'static,
+        F: FnOnce(&SqlAdapter, &mut wasmtime::Store<AdapterState>) -> wasmtime::Result<R> + Send + 'static,
     {
         let max_waiting = self.settings.limits.max_waiting_calls;
         if self.waiting.fetch_add(1, Ordering::AcqRel) >= max_waiting {
@@ -174,8 +155,7 @@ impl InstancePool {
             pool.run_blocking(call)
         })
         .await;
-        let result =
-            joined.map_err(|e| Error::Internal(format!("adapter call task failed: {e}")))?;
+        let result = joined.map_err(|e| Error::Internal(format!("adapter call task failed: {e}")))?;
         if result.is_err() {
             self.counters.errors.fetch_add(1, Ordering::Relaxed);
         }
@@ -192,9 +172,7 @@ impl InstancePool {
             None => self.instantiate()?,
         };
         instance.store.data_mut().log.reset();
-        instance
-            .store
-            .set_epoch_deadline(self.settings.deadline_ticks);
+        instance.store.set_epoch_deadline(self.settings.deadline_ticks);
         match call(&instance.bindings, &mut instance.store) {
             Ok(value) => {
                 if let Some(sql) = instance.store.data_mut().sql.as_mut()

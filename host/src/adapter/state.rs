@@ -25,28 +25,15 @@ pub struct Limiter {
 }
 
 impl ResourceLimiter for Limiter {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         let desired = desired as u64;
         if desired > self.memory_bytes {
-            return Err(wasmtime::Error::new(MemoryLimitExceeded {
-                limit: self.memory_bytes,
-                desired,
-            }));
+            return Err(wasmtime::Error::new(MemoryLimitExceeded { limit: self.memory_bytes, desired }));
         }
         Ok(true)
     }
 
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         Ok(desired <= self.table_elements)
     }
 
@@ -72,10 +59,7 @@ pub struct AdapterState {
 
 impl WasiView for AdapterState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
     }
 }
 
@@ -90,9 +74,7 @@ impl log::Host for AdapterState {
 impl AdapterState {
     fn sql(&mut self) -> Result<&mut SqlSession, sql::Error> {
         // Unreachable through linking (sql is linked only when granted); kept total.
-        self.sql
-            .as_mut()
-            .ok_or_else(|| sql::Error::AccessDenied("the sql capability is not granted".into()))
+        self.sql.as_mut().ok_or_else(|| sql::Error::AccessDenied("the sql capability is not granted".into()))
     }
 }
 
@@ -101,11 +83,7 @@ impl sql::Host for AdapterState {
         self.sql()?.execute(&statement, &params)
     }
 
-    fn query(
-        &mut self,
-        statement: String,
-        params: Vec<sql::Value>,
-    ) -> Result<sql::QueryResult, sql::Error> {
+    fn query(&mut self, statement: String, params: Vec<sql::Value>) -> Result<sql::QueryResult, sql::Error> {
         self.sql()?.query(&statement, &params)
     }
 

@@ -44,10 +44,7 @@ async fn inspect(adapter: &str, grant_names: &[String]) -> anyhow::Result<()> {
     if let AdapterSource::File(path) = &source
         && !path.exists()
     {
-        anyhow::bail!(
-            "{} does not exist and is not a built-in adapter name",
-            path.display()
-        );
+        anyhow::bail!("{} does not exist and is not a built-in adapter name", path.display());
     }
     let runtime = Runtime::new(RuntimeConfig::default()).context("starting the wasm runtime")?;
     let report = runtime.inspect(&source, grants).await?;

@@ -15,10 +15,7 @@ pub struct LogSink {
 
 impl LogSink {
     pub fn new(store: String) -> Self {
-        Self {
-            store,
-            this_call: 0,
-        }
+        Self { store, this_call: 0 }
     }
 
     /// Called at the start of each adapter call.

@@ -48,26 +48,14 @@ pub struct SqlDatabase {
 }
 
 impl SqlDatabase {
-    pub fn new(
-        path: PathBuf,
-        max_result_bytes: u64,
-        busy_timeout: Duration,
-        sync: SqlSync,
-    ) -> Self {
-        Self {
-            path,
-            max_result_bytes,
-            busy_timeout,
-            sync,
-            fail_after: AtomicI64::new(-1),
-        }
+    pub fn new(path: PathBuf, max_result_bytes: u64, busy_timeout: Duration, sync: SqlSync) -> Self {
+        Self { path, max_result_bytes, busy_timeout, sync, fail_after: AtomicI64::new(-1) }
     }
 
     /// Makes the statement after the next `statements` ones fail with an I/O error,
     /// once. For fault-injection tests.
     pub fn inject_failure_after(&self, statements: u32) {
-        self.fail_after
-            .store(i64::from(statements), Ordering::SeqCst);
+        self.fail_after.store(i64::from(statements), Ordering::SeqCst);
     }
 
     fn injected_failure(&self) -> Result<(), SqlError> {
@@ -83,29 +71,20 @@ impl SqlDatabase {
     }
 
     fn open(&self) -> Result<Connection, SqlError> {
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Connection::open_with_flags(&self.path, flags).map_err(map_error)?;
         conn.busy_timeout(self.busy_timeout).map_err(map_error)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(map_error)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(map_error)?;
         let sync = match self.sync {
             SqlSync::Full => "FULL",
             SqlSync::Normal => "NORMAL",
         };
-        conn.pragma_update(None, "synchronous", sync)
-            .map_err(map_error)?;
-        conn.pragma_update(None, "foreign_keys", "ON")
-            .map_err(map_error)?;
-        conn.pragma_update(None, "trusted_schema", "OFF")
-            .map_err(map_error)?;
-        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
-            .map_err(map_error)?;
-        conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)
-            .map_err(map_error)?;
-        conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, 256 << 20)
-            .map_err(map_error)?;
+        conn.pragma_update(None, "synchronous", sync).map_err(map_error)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(map_error)?;
+        conn.pragma_update(None, "trusted_schema", "OFF").map_err(map_error)?;
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true).map_err(map_error)?;
+        conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0).map_err(map_error)?;
+        conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, 256 << 20).map_err(map_error)?;
         conn.set_prepared_statement_cache_capacity(64);
         conn.authorizer(Some(authorize)).map_err(map_error)?;
         Ok(conn)
@@ -122,9 +101,7 @@ fn authorize(ctx: AuthContext<'_>) -> Authorization {
                 Authorization::Deny
             }
         }
-        AuthAction::Function { function_name }
-            if function_name.eq_ignore_ascii_case("load_extension") =>
-        {
+        AuthAction::Function { function_name } if function_name.eq_ignore_ascii_case("load_extension") => {
             Authorization::Deny
         }
         _ => Authorization::Allow,
@@ -176,9 +153,8 @@ fn from_sql(value: rusqlite::types::ValueRef<'_>) -> Result<(Value, usize), SqlE
         V::Integer(i) => (Value::Integer(i), 8),
         V::Real(f) => (Value::Real(f), 8),
         V::Text(t) => {
-            let text = std::str::from_utf8(t).map_err(|_| {
-                SqlError::InvalidStatement("a text value is not valid UTF-8".into())
-            })?;
+            let text = std::str::from_utf8(t)
+                .map_err(|_| SqlError::InvalidStatement("a text value is not valid UTF-8".into()))?;
             (Value::Text(text.to_owned()), t.len())
         }
         V::Blob(b) => (Value::Blob(b.to_vec()), b.len()),
@@ -202,18 +178,14 @@ impl SqlSession {
         if self.conn.is_none() {
             self.conn = Some(self.db.open()?);
         }
-        self.conn
-            .as_mut()
-            .ok_or_else(|| SqlError::Io("connection unavailable".into()))
+        self.conn.as_mut().ok_or_else(|| SqlError::Io("connection unavailable".into()))
     }
 
     pub fn execute(&mut self, statement: &str, params: &[Value]) -> Result<u64, SqlError> {
         self.db.injected_failure()?;
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(statement).map_err(map_error)?;
-        let changed = stmt
-            .execute(rusqlite::params_from_iter(params.iter().map(to_sql)))
-            .map_err(map_error)?;
+        let changed = stmt.execute(rusqlite::params_from_iter(params.iter().map(to_sql))).map_err(map_error)?;
         Ok(changed as u64)
     }
 
@@ -226,9 +198,7 @@ impl SqlSession {
         let width = columns.len();
         let mut rows_out = Vec::new();
         let mut total: u64 = 0;
-        let mut rows = stmt
-            .query(rusqlite::params_from_iter(params.iter().map(to_sql)))
-            .map_err(map_error)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(params.iter().map(to_sql))).map_err(map_error)?;
         while let Some(row) = rows.next().map_err(map_error)? {
             let mut values = Vec::with_capacity(width);
             for index in 0..width {
@@ -237,26 +207,17 @@ impl SqlSession {
                 values.push(value);
             }
             if total > max {
-                return Err(SqlError::TooLarge(format!(
-                    "query result exceeds the host's limit of {max} bytes"
-                )));
+                return Err(SqlError::TooLarge(format!("query result exceeds the host's limit of {max} bytes")));
             }
             rows_out.push(Row { values });
         }
-        Ok(QueryResult {
-            columns,
-            rows: rows_out,
-        })
+        Ok(QueryResult { columns, rows: rows_out })
     }
 
     pub fn execute_batch(&mut self, statements: &[Statement]) -> Result<Vec<u64>, SqlError> {
         let in_transaction = !self.conn()?.is_autocommit();
         let (open, undo, close) = if in_transaction {
-            (
-                "SAVEPOINT stowage_batch",
-                "ROLLBACK TO stowage_batch; RELEASE stowage_batch",
-                "RELEASE stowage_batch",
-            )
+            ("SAVEPOINT stowage_batch", "ROLLBACK TO stowage_batch; RELEASE stowage_batch", "RELEASE stowage_batch")
         } else {
             ("BEGIN IMMEDIATE", "ROLLBACK", "COMMIT")
         };
@@ -278,9 +239,7 @@ impl SqlSession {
     pub fn begin(&mut self) -> Result<(), SqlError> {
         let conn = self.conn()?;
         if !conn.is_autocommit() {
-            return Err(SqlError::Transaction(
-                "a transaction is already open".into(),
-            ));
+            return Err(SqlError::Transaction("a transaction is already open".into()));
         }
         conn.execute_batch("BEGIN IMMEDIATE").map_err(map_error)
     }
@@ -296,9 +255,7 @@ impl SqlSession {
 
     pub fn rollback(&mut self) -> Result<(), SqlError> {
         match self.conn.as_mut() {
-            Some(conn) if !conn.is_autocommit() => {
-                conn.execute_batch("ROLLBACK").map_err(map_error)
-            }
+            Some(conn) if !conn.is_autocommit() => conn.execute_batch("ROLLBACK").map_err(map_error),
             _ => Ok(()),
         }
     }
@@ -319,53 +276,28 @@ mod tests {
     use super::*;
 
     fn session(dir: &tempfile::TempDir) -> SqlSession {
-        let db = SqlDatabase::new(
-            dir.path().join("t.db"),
-            1 << 20,
-            Duration::from_secs(1),
-            SqlSync::Normal,
-        );
+        let db = SqlDatabase::new(dir.path().join("t.db"), 1 << 20, Duration::from_secs(1), SqlSync::Normal);
         SqlSession::new(Arc::new(db))
     }
 
     #[test]
-    fn attach_vacuum_into_and_dangerous_pragmas_are_denied()
-    -> Result<(), Box<dyn std::error::Error>> {
+    fn attach_vacuum_into_and_dangerous_pragmas_are_denied() -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         let mut s = session(&dir);
         let outside = dir.path().join("outside.db");
-        let attach = s.execute(
-            &format!("ATTACH DATABASE '{}' AS x", outside.display()),
-            &[],
-        );
-        assert!(
-            matches!(attach, Err(SqlError::AccessDenied(_))),
-            "{attach:?}"
-        );
-        s.execute("CREATE TABLE t (x)", &[])
-            .map_err(|e| format!("{e:?}"))?;
+        let attach = s.execute(&format!("ATTACH DATABASE '{}' AS x", outside.display()), &[]);
+        assert!(matches!(attach, Err(SqlError::AccessDenied(_))), "{attach:?}");
+        s.execute("CREATE TABLE t (x)", &[]).map_err(|e| format!("{e:?}"))?;
         let vacuum = s.execute(&format!("VACUUM INTO '{}'", outside.display()), &[]);
         assert!(vacuum.is_err(), "VACUUM INTO must fail: {vacuum:?}");
-        assert!(
-            !outside.exists(),
-            "no file may be written outside the database"
-        );
-        for pragma in [
-            "PRAGMA journal_mode = DELETE",
-            "PRAGMA writable_schema = ON",
-        ] {
-            assert!(
-                s.execute(pragma, &[]).is_err() && s.query(pragma, &[]).is_err(),
-                "{pragma} allowed"
-            );
+        assert!(!outside.exists(), "no file may be written outside the database");
+        for pragma in ["PRAGMA journal_mode = DELETE", "PRAGMA writable_schema = ON"] {
+            assert!(s.execute(pragma, &[]).is_err() && s.query(pragma, &[]).is_err(), "{pragma} allowed");
         }
         let ext = s.query("SELECT load_extension('/tmp/x')", &[]);
         assert!(ext.is_err(), "load_extension must fail");
-        s.execute("PRAGMA user_version = 3", &[])
-            .map_err(|e| format!("{e:?}"))?;
-        let version = s
-            .query("PRAGMA user_version", &[])
-            .map_err(|e| format!("{e:?}"))?;
+        s.execute("PRAGMA user_version = 3", &[]).map_err(|e| format!("{e:?}"))?;
+        let version = s.query("PRAGMA user_version", &[]).map_err(|e| format!("{e:?}"))?;
         assert!(matches!(version.rows[0].values[..], [Value::Integer(3)]));
         Ok(())
     }
@@ -374,19 +306,11 @@ mod tests {
     fn results_over_the_cap_are_refused() -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         let mut s = session(&dir);
-        s.execute("CREATE TABLE t (x)", &[])
-            .map_err(|e| format!("{e:?}"))?;
+        s.execute("CREATE TABLE t (x)", &[]).map_err(|e| format!("{e:?}"))?;
         for _ in 0..3 {
-            s.execute(
-                "INSERT INTO t VALUES (?1)",
-                &[Value::Blob(vec![0; 400 << 10])],
-            )
-            .map_err(|e| format!("{e:?}"))?;
+            s.execute("INSERT INTO t VALUES (?1)", &[Value::Blob(vec![0; 400 << 10])]).map_err(|e| format!("{e:?}"))?;
         }
-        assert!(matches!(
-            s.query("SELECT x FROM t", &[]),
-            Err(SqlError::TooLarge(_))
-        ));
+        assert!(matches!(s.query("SELECT x FROM t", &[]), Err(SqlError::TooLarge(_))));
         Ok(())
     }
 
@@ -395,21 +319,14 @@ mod tests {
     -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         let mut s = session(&dir);
-        s.execute("CREATE TABLE t (x UNIQUE)", &[])
-            .map_err(|e| format!("{e:?}"))?;
-        let insert = |x| Statement {
-            sql: "INSERT INTO t VALUES (?1)".into(),
-            params: vec![Value::Integer(x)],
-        };
+        s.execute("CREATE TABLE t (x UNIQUE)", &[]).map_err(|e| format!("{e:?}"))?;
+        let insert = |x| Statement { sql: "INSERT INTO t VALUES (?1)".into(), params: vec![Value::Integer(x)] };
         let batch = s.execute_batch(&[insert(1), insert(2), insert(1)]);
         assert!(matches!(batch, Err(SqlError::Constraint(_))), "{batch:?}");
         s.begin().map_err(|e| format!("{e:?}"))?;
-        s.execute("INSERT INTO t VALUES (9)", &[])
-            .map_err(|e| format!("{e:?}"))?;
+        s.execute("INSERT INTO t VALUES (9)", &[]).map_err(|e| format!("{e:?}"))?;
         assert!(s.reset(), "the open transaction is reported");
-        let rows = s
-            .query("SELECT count(*) FROM t", &[])
-            .map_err(|e| format!("{e:?}"))?;
+        let rows = s.query("SELECT count(*) FROM t", &[]).map_err(|e| format!("{e:?}"))?;
         assert!(matches!(rows.rows[0].values[..], [Value::Integer(0)]));
         Ok(())
     }

@@ -25,7 +25,7 @@ use exports::stowage::store::conversation_store::{
     MessageRange, Scope, StoredMessage, TruncateOutcome,
 };
 use exports::stowage::store::display_store::{
-    DisplayRecord, Guest as DisplayStore, StoredDisplayRecord,
+    DisplayRecord, Guest as DisplayStore, LocatedDisplayRecord, StoredDisplayRecord,
 };
 use stowage::store::types::Error;
 
@@ -137,13 +137,16 @@ impl DisplayStore for Hostile {
     fn insert(_: Scope, _: String, _: Vec<DisplayRecord>) -> Result<Vec<u64>, Error> {
         unsupported()
     }
-    fn get_tool_call(_: Scope, _: String, _: String) -> Result<StoredDisplayRecord, Error> {
+    fn by_tool_call_id(_: Scope, _: String, _: String) -> Result<Vec<StoredDisplayRecord>, Error> {
         unsupported()
     }
     fn update(_: Scope, _: String, _: u64, _: DisplayRecord) -> Result<(), Error> {
         unsupported()
     }
     fn list(_: Scope, _: String, _: u64, _: u32) -> Result<Vec<StoredDisplayRecord>, Error> {
+        unsupported()
+    }
+    fn find_by_status(_: Vec<String>, _: u32) -> Result<Vec<LocatedDisplayRecord>, Error> {
         unsupported()
     }
 }
