@@ -24,10 +24,12 @@ mod builtin;
 mod cache;
 mod capability;
 mod config;
+mod config_file;
 mod cursor;
 mod display;
 mod engine;
 mod error;
+pub mod interchange;
 mod locks;
 mod model;
 mod runtime;
@@ -36,6 +38,7 @@ mod validate;
 
 pub use builtin::{Builtin, GUEST_ARTIFACT_DIR};
 pub use config::{AdapterSource, Grants, Limits, RuntimeConfig, SqlSync, StoreConfig};
+pub use config_file::{ConfigFile, DEFAULT_CONFIG_FILE, DEFAULT_DATA_DIR};
 pub use display::model::{
     DisplayContext, DisplayEvent, DisplayPage, DisplayRecord, SweepReport, SyntheticMessage, ToolInfo, ToolStatus,
     ToolUpdate, content_type,
@@ -47,7 +50,7 @@ pub use model::{
     AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, JsonText, LoadFrom, LoadRequest, MediaSource,
     Message, NewMessage, Page, Part, Role, Scope, StopReason, Timestamp, TruncateOutcome, Usage,
 };
-pub use runtime::{AdapterReport, Runtime, SQL_DATABASE_FILE};
+pub use runtime::{AdapterReport, ComponentDescription, Runtime, SQL_DATABASE_FILE};
 pub use store::{Store, StoreStats};
 pub use validate::{MAX_ID_BYTES, MAX_SCOPE_BYTES};
 

@@ -25,6 +25,19 @@ pub struct AdapterReport {
     pub imports: Vec<String>,
 }
 
+/// What a component declares (see [`Runtime::describe`]).
+#[derive(Clone, Debug)]
+pub struct ComponentDescription {
+    pub digest: String,
+    pub size: usize,
+    pub imports: Vec<String>,
+    pub exports: Vec<String>,
+    /// Capabilities its imports need (`sql`, `filesystem`), without duplicates.
+    pub capabilities: Vec<&'static str>,
+    /// The `stowage:store` version of its conversation-store export, if any.
+    pub contract_version: Option<String>,
+}
+
 /// Owns the engine. Create one per process and open stores from it.
 #[derive(Clone)]
 pub struct Runtime {
@@ -61,6 +74,30 @@ impl Runtime {
             .await
             .map_err(|e| Error::Internal(format!("adapter load task failed: {e}")))?
             .map_err(Error::from)
+    }
+
+    /// Compiles a component and lists what it imports and exports, without
+    /// checking it against the contract or any grants.
+    pub async fn describe(&self, source: &AdapterSource) -> Result<ComponentDescription, Error> {
+        let wasm = image::read_source(source)?;
+        let what = source.describe();
+        let inner = Arc::clone(&self.inner);
+        let d = tokio::task::spawn_blocking(move || image::describe(&inner.engine, &inner.cache, &wasm, &what))
+            .await
+            .map_err(|e| Error::Internal(format!("adapter load task failed: {e}")))??;
+        let mut capabilities: Vec<&'static str> = d.imports.iter().filter_map(|i| image::capability_of(i)).collect();
+        capabilities.sort_unstable();
+        capabilities.dedup();
+        let contract_version =
+            d.exports.iter().find_map(|e| e.strip_prefix("stowage:store/conversation-store@")).map(str::to_owned);
+        Ok(ComponentDescription {
+            digest: d.digest,
+            size: d.size,
+            imports: d.imports,
+            exports: d.exports,
+            capabilities,
+            contract_version,
+        })
     }
 
     /// Loads and checks an adapter without opening a store: its digest, size and

@@ -95,6 +95,33 @@ fn linker(engine: &Engine, grants: Grants, what: &str) -> Result<Linker<AdapterS
     Ok(linker)
 }
 
+/// What a component declares, read without enforcing anything.
+pub struct Description {
+    pub digest: String,
+    pub size: usize,
+    pub imports: Vec<String>,
+    pub exports: Vec<String>,
+}
+
+/// Compiles (or fetches from the cache) and lists a component's imports and exports.
+pub fn describe(engine: &Engine, cache: &ComponentCache, wasm: &[u8], what: &str) -> Result<Description, LoadError> {
+    check_header(wasm, what)?;
+    let digest = cache::digest(wasm);
+    let component = cache.get(engine, wasm, &digest, what)?;
+    let ty = component.component_type();
+    let imports = ty.imports(engine).map(|(name, _)| name.to_owned()).collect();
+    let exports = ty.exports(engine).map(|(name, _)| name.to_owned()).collect();
+    Ok(Description { digest, size: wasm.len(), imports, exports })
+}
+
+/// The capability an import needs, if any (`sql`, `filesystem`).
+pub fn capability_of(import: &str) -> Option<&'static str> {
+    match classify(import) {
+        ImportNeed::Capability(capability) => Some(capability),
+        _ => None,
+    }
+}
+
 /// Loads `wasm` as an adapter for a store with `grants`.
 pub fn load(
     engine: &Engine,

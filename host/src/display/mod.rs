@@ -377,6 +377,29 @@ impl Display {
         Ok(ToolUpdate { card, changed: true })
     }
 
+    /// Stores records verbatim (status, content, metadata, timestamps kept),
+    /// numbered after the conversation's last record; for import and migration.
+    /// Emits `display_message_saved` for each.
+    pub async fn restore(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+        records: Vec<DisplayRecord>,
+    ) -> Result<Vec<DisplayRecord>, Error> {
+        validate::scope(scope)?;
+        validate::conversation_id(conversation_id)?;
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ctx = DisplayContext::new(None, conversation_id);
+        let records = records
+            .into_iter()
+            .map(|r| DisplayRecord { scope: scope.clone(), conversation_id: conversation_id.to_owned(), seq: 0, ..r })
+            .collect();
+        let _guard = self.lock(scope, conversation_id).await;
+        self.insert(scope, &ctx, records).await
+    }
+
     /// A page of a conversation's records, ascending, after seq `after` (0 = start).
     /// Without persistence the page is always empty.
     pub async fn list(
