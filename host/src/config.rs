@@ -118,6 +118,15 @@ pub struct Limits {
     pub max_sql_result_bytes: u64,
     /// How long a SQL statement waits for another writer's lock.
     pub sql_busy_timeout_ms: u64,
+    /// Consecutive failures (traps, timeouts, memory-cap hits, failed
+    /// instantiations) after which the store reports itself unhealthy.
+    pub restart_budget: u32,
+    /// Back-off before replacing a failed instance, times the failure count.
+    pub restart_backoff_ms: u64,
+    /// Cap on that back-off.
+    pub max_restart_backoff_ms: u64,
+    /// How long an unhealthy store refuses calls before it tries one again.
+    pub unhealthy_cooldown_ms: u64,
 }
 
 impl Default for Limits {
@@ -133,6 +142,10 @@ impl Default for Limits {
             max_page_size: 1_000,
             max_sql_result_bytes: 64 << 20,
             sql_busy_timeout_ms: 5_000,
+            restart_budget: 5,
+            restart_backoff_ms: 100,
+            max_restart_backoff_ms: 5_000,
+            unhealthy_cooldown_ms: 30_000,
         }
     }
 }
@@ -220,6 +233,9 @@ impl StoreConfig {
         }
         if limits.call_timeout.is_zero() {
             return fail("call_timeout_ms must be positive");
+        }
+        if limits.restart_budget == 0 {
+            return fail("restart_budget must be positive");
         }
         if limits.max_page_size == 0 || limits.max_batch_messages == 0 {
             return fail("max_page_size and max_batch_messages must be positive");

@@ -49,6 +49,13 @@ pub enum Error {
     /// scope's data, …). The result was not passed on.
     #[error("adapter of store `{store}` broke the contract: {message}")]
     ContractViolation { store: String, message: String },
+    /// The adapter failed too often in a row (its restart budget is spent); calls
+    /// are refused until a cool-down passes or the adapter is swapped.
+    #[error("store `{store}` is unhealthy; last adapter error: {last_error}")]
+    Unhealthy { store: String, last_error: String },
+    /// A hot swap's candidate adapter failed its checks; the old one keeps serving.
+    #[error("swap of store `{store}` rejected, the previous adapter keeps serving: {reason}")]
+    SwapRejected { store: String, reason: String },
     /// Too many calls are already waiting on this store.
     #[error("store `{store}` is overloaded: {message}")]
     Overloaded { store: String, message: String },

@@ -32,11 +32,14 @@ mod error;
 pub mod interchange;
 mod locks;
 mod model;
+mod repair;
 mod runtime;
 mod store;
 mod validate;
 
 pub use builtin::{Builtin, GUEST_ARTIFACT_DIR};
+#[doc(hidden)]
+pub use capability::sql::SqlFault;
 pub use config::{AdapterSource, Grants, Limits, RuntimeConfig, SqlSync, StoreConfig};
 pub use config_file::{ConfigFile, DEFAULT_CONFIG_FILE, DEFAULT_DATA_DIR};
 pub use display::model::{
@@ -50,8 +53,9 @@ pub use model::{
     AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, JsonText, LoadFrom, LoadRequest, MediaSource,
     Message, NewMessage, Page, Part, Role, Scope, StopReason, Timestamp, TruncateOutcome, Usage,
 };
+pub use repair::{INTERRUPTED_RESULT, OrphanPolicy, OrphanedCall, RepairReport};
 pub use runtime::{AdapterReport, ComponentDescription, Runtime, SQL_DATABASE_FILE};
-pub use store::{Store, StoreStats};
+pub use store::{Health, HealthStatus, Store, StoreStats, SwapReport};
 pub use validate::{MAX_ID_BYTES, MAX_SCOPE_BYTES};
 
 /// The contract version this host implements.

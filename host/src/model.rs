@@ -10,6 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use crate::error::Error;
+use crate::repair::{OrphanPolicy, RepairReport};
 
 /// Milliseconds since the Unix epoch (UTC). Informational: order by `seq`.
 pub type Timestamp = i64;
@@ -321,20 +322,30 @@ pub enum LoadFrom {
 pub struct LoadRequest {
     pub from: LoadFrom,
     pub limit: u32,
+    /// What to do with tool calls that never got a result (crash repair).
+    pub orphans: OrphanPolicy,
 }
 
 impl LoadRequest {
+    pub fn new(from: LoadFrom, limit: u32) -> Self {
+        Self { from, limit, orphans: OrphanPolicy::Keep }
+    }
     pub fn latest(limit: u32) -> Self {
-        Self { from: LoadFrom::Latest, limit }
+        Self::new(LoadFrom::Latest, limit)
     }
     pub fn after(seq: u64, limit: u32) -> Self {
-        Self { from: LoadFrom::After(seq), limit }
+        Self::new(LoadFrom::After(seq), limit)
     }
     pub fn before(seq: u64, limit: u32) -> Self {
-        Self { from: LoadFrom::Before(seq), limit }
+        Self::new(LoadFrom::Before(seq), limit)
     }
     pub fn cursor(cursor: impl Into<String>, limit: u32) -> Self {
-        Self { from: LoadFrom::Cursor(cursor.into()), limit }
+        Self::new(LoadFrom::Cursor(cursor.into()), limit)
+    }
+    /// The same request with an orphan policy.
+    pub fn with_orphans(mut self, policy: OrphanPolicy) -> Self {
+        self.orphans = policy;
+        self
     }
 }
 
@@ -345,6 +356,9 @@ pub struct Page {
     /// Continues in the request's direction (older for `Latest`/`Before`, newer for
     /// `After`); `None` when that direction is exhausted.
     pub next_cursor: Option<String>,
+    /// What crash repair found and did; `None` with [`OrphanPolicy::Keep`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repairs: Option<RepairReport>,
 }
 
 /// Result of an append.

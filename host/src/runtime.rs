@@ -6,7 +6,7 @@ use std::sync::Arc;
 use wasmtime::Engine;
 
 use crate::adapter::image::{self, AdapterImage};
-use crate::adapter::pool::{InstancePool, PoolSettings};
+use crate::adapter::pool::{Counters, InstancePool, PoolSettings};
 use crate::cache::ComponentCache;
 use crate::capability::sql::SqlDatabase;
 use crate::config::{AdapterSource, Grants, RuntimeConfig, StoreConfig};
@@ -65,7 +65,11 @@ impl Runtime {
         self.inner.allocator
     }
 
-    async fn load_image(&self, source: &AdapterSource, grants: Grants) -> Result<AdapterImage, Error> {
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    pub(crate) async fn load_image(&self, source: &AdapterSource, grants: Grants) -> Result<AdapterImage, Error> {
         let wasm = image::read_source(source)?;
         let what = source.describe();
         let inner = Arc::clone(&self.inner);
@@ -135,9 +139,10 @@ impl Runtime {
             limits: config.limits.clone(),
             sql: sql.clone(),
         };
-        let pool = Arc::new(InstancePool::new(self.inner.engine.clone(), image, settings));
+        let counters = Arc::new(Counters::default());
+        let pool = Arc::new(InstancePool::new(self.inner.engine.clone(), image, settings, Arc::clone(&counters)));
         pool.warm_up().await?;
         tracing::info!(store = %config.name, adapter = %config.adapter.describe(), "store opened");
-        Ok(Store::new(config.name, pool, sql))
+        Ok(Store::new(config.name, pool, sql, self.clone(), counters))
     }
 }

@@ -6,27 +6,29 @@
 //! handed to the caller.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, RwLock};
 
 use serde::Serialize;
 
 use crate::adapter::bindings::conversation_store::MessageRange;
 use crate::adapter::bindings::display_store as wit_display;
 use crate::adapter::convert::{self, Outgoing};
-use crate::adapter::pool::InstancePool;
-use crate::capability::sql::SqlDatabase;
-use crate::config::Limits;
+use crate::adapter::pool::{Counters, InstancePool};
+use crate::capability::sql::{SqlDatabase, SqlFault};
+use crate::config::{AdapterSource, Limits};
 use crate::cursor::{self, MessagePosition};
 use crate::error::Error;
 use crate::locks::ConversationLocks;
 use crate::model::{
     AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, LoadFrom, LoadRequest, Message, NewMessage,
-    Page, Scope, TruncateOutcome,
+    Page, Part, Scope, TruncateOutcome,
 };
+use crate::repair::{self, OrphanPolicy, RepairReport};
+use crate::runtime::Runtime;
 use crate::validate;
 
-/// Counters of a store's adapter.
+/// Counters of a store's adapter, cumulative across swaps.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct StoreStats {
     pub calls: u64,
@@ -35,7 +37,52 @@ pub struct StoreStats {
     pub timeouts: u64,
     pub memory_limit_hits: u64,
     pub instantiations: u64,
+    pub restarts: u64,
+    /// Calls refused while the store was unhealthy.
+    pub refused: u64,
+    pub swaps: u64,
 }
+
+/// How the store's adapter is doing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum HealthStatus {
+    Healthy,
+    /// Recent calls failed (trap, timeout, memory cap); instances are being
+    /// replaced with back-off.
+    Degraded {
+        consecutive_failures: u32,
+        last_error: String,
+    },
+    /// The restart budget is spent: calls are refused for `retry_in_ms`.
+    Unhealthy {
+        consecutive_failures: u32,
+        last_error: String,
+        retry_in_ms: u64,
+    },
+}
+
+/// Health and counters of a store.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Health {
+    pub status: HealthStatus,
+    /// SHA-256 of the adapter serving now.
+    pub adapter_digest: String,
+    pub stats: StoreStats,
+}
+
+/// What a hot swap did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SwapReport {
+    pub previous_digest: String,
+    pub current_digest: String,
+}
+
+/// The scope of the swap smoke test: reads only, in a scope no caller uses.
+/// Messages per adapter call when scanning (repairs, pair checks).
+const SCAN_BATCH: u32 = 500;
+
+const SMOKE_TENANT: &str = "\u{1f6a7}stowage-swap-smoke-test";
 
 /// A handle to one store. Cheap to clone; every clone shares the adapter instances.
 #[derive(Clone)]
@@ -45,9 +92,13 @@ pub struct Store {
 
 struct Inner {
     name: String,
-    pool: Arc<InstancePool>,
+    /// The adapter currently serving. A swap replaces it; calls already running
+    /// hold their own `Arc` and finish on the old one.
+    pool: RwLock<Arc<InstancePool>>,
     locks: ConversationLocks,
     sql: Option<Arc<SqlDatabase>>,
+    runtime: Runtime,
+    counters: Arc<Counters>,
 }
 
 pub(crate) fn now_millis() -> i64 {
@@ -56,8 +107,23 @@ pub(crate) fn now_millis() -> i64 {
 }
 
 impl Store {
-    pub(crate) fn new(name: String, pool: Arc<InstancePool>, sql: Option<Arc<SqlDatabase>>) -> Self {
-        Self { inner: Arc::new(Inner { name, pool, locks: ConversationLocks::default(), sql }) }
+    pub(crate) fn new(
+        name: String,
+        pool: Arc<InstancePool>,
+        sql: Option<Arc<SqlDatabase>>,
+        runtime: Runtime,
+        counters: Arc<Counters>,
+    ) -> Self {
+        let inner =
+            Inner { name, pool: RwLock::new(pool), locks: ConversationLocks::default(), sql, runtime, counters };
+        Self { inner: Arc::new(inner) }
+    }
+
+    fn pool(&self) -> Arc<InstancePool> {
+        match self.inner.pool.read() {
+            Ok(pool) => Arc::clone(&pool),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
     }
 
     /// The store's name, from its configuration.
@@ -66,21 +132,21 @@ impl Store {
     }
 
     /// SHA-256 of the adapter component this store runs.
-    pub fn adapter_digest(&self) -> &str {
-        &self.inner.pool.image().digest
+    pub fn adapter_digest(&self) -> String {
+        self.pool().image().digest.clone()
     }
 
     /// The interfaces the adapter imports.
-    pub fn adapter_imports(&self) -> &[String] {
-        &self.inner.pool.image().imports
+    pub fn adapter_imports(&self) -> Vec<String> {
+        self.pool().image().imports.clone()
     }
 
-    fn limits(&self) -> &Limits {
-        &self.inner.pool.settings().limits
+    fn limits(&self) -> Limits {
+        self.pool().settings().limits.clone()
     }
 
     pub fn stats(&self) -> StoreStats {
-        let c = &self.inner.pool.counters;
+        let c = &self.inner.counters;
         StoreStats {
             calls: c.calls.load(Ordering::Relaxed),
             errors: c.errors.load(Ordering::Relaxed),
@@ -88,6 +154,87 @@ impl Store {
             timeouts: c.timeouts.load(Ordering::Relaxed),
             memory_limit_hits: c.memory_limit_hits.load(Ordering::Relaxed),
             instantiations: c.instantiations.load(Ordering::Relaxed),
+            restarts: c.restarts.load(Ordering::Relaxed),
+            refused: c.refused.load(Ordering::Relaxed),
+            swaps: c.swaps.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Health (from the supervisor) and counters.
+    pub fn health(&self) -> Health {
+        let pool = self.pool();
+        let snapshot = pool.health();
+        let last_error = snapshot.last_error.unwrap_or_default();
+        let status = match (snapshot.retry_in, snapshot.consecutive_failures) {
+            (Some(retry_in), failures) => HealthStatus::Unhealthy {
+                consecutive_failures: failures,
+                last_error,
+                retry_in_ms: u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX),
+            },
+            (None, 0) => HealthStatus::Healthy,
+            (None, failures) => HealthStatus::Degraded { consecutive_failures: failures, last_error },
+        };
+        Health { status, adapter_digest: pool.image().digest.clone(), stats: self.stats() }
+    }
+
+    /// Replaces the store's adapter while it serves. The candidate is loaded,
+    /// type-checked against the contract and the store's grants, instantiated and
+    /// smoke-tested (read-only calls on the store's data) before it takes a call;
+    /// calls already running finish on the old adapter, and per-conversation
+    /// ordering holds across the swap. A candidate that fails any check is
+    /// rejected with the reason and the old adapter keeps serving.
+    pub async fn swap_adapter(&self, source: AdapterSource) -> Result<SwapReport, Error> {
+        let old = self.pool();
+        let settings = old.settings().clone();
+        let reject = |reason: String| Error::SwapRejected { store: self.inner.name.clone(), reason };
+        let image = self.inner.runtime.load_image(&source, settings.grants).await.map_err(|e| reject(e.to_string()))?;
+        let candidate = Arc::new(InstancePool::new(
+            self.inner.runtime.engine().clone(),
+            Arc::new(image),
+            settings,
+            Arc::new(Counters::default()),
+        ));
+        candidate.warm_up().await.map_err(|e| reject(e.to_string()))?;
+        Self::smoke_test(&candidate).await.map_err(reject)?;
+        let current_digest = candidate.image().digest.clone();
+        let candidate = Arc::new(candidate.adopt_counters(Arc::clone(&self.inner.counters)));
+        {
+            let mut pool = match self.inner.pool.write() {
+                Ok(pool) => pool,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            *pool = candidate;
+        }
+        self.inner.counters.swaps.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(store = %self.inner.name, previous = %old.image().digest, current = %current_digest, "adapter swapped");
+        Ok(SwapReport { previous_digest: old.image().digest.clone(), current_digest })
+    }
+
+    /// Read-only calls the candidate must answer within the contract.
+    async fn smoke_test(candidate: &Arc<InstancePool>) -> Result<(), String> {
+        let scope = crate::adapter::bindings::types::Scope { tenant: SMOKE_TENANT.into(), user: String::new() };
+        let (list_scope, info_scope) = (scope.clone(), scope);
+        let listed = candidate
+            .run(move |adapter, store| {
+                adapter.stowage_store_conversation_store().call_list(store, &list_scope, None, 1)
+            })
+            .await
+            .map_err(|e| format!("smoke test `list` failed: {e}"))?;
+        match listed {
+            Ok(found) if found.is_empty() => {}
+            Ok(_) => return Err("smoke test `list` returned conversations of an unused scope".into()),
+            Err(e) => return Err(format!("smoke test `list` failed: {}", convert::error_back(e))),
+        }
+        let info = candidate
+            .run(move |adapter, store| {
+                adapter.stowage_store_conversation_store().call_info(store, &info_scope, "smoke")
+            })
+            .await
+            .map_err(|e| format!("smoke test `info` failed: {e}"))?;
+        match info {
+            Err(crate::adapter::bindings::types::Error::NotFound) => Ok(()),
+            Ok(_) => Err("smoke test `info` found a conversation in an unused scope".into()),
+            Err(e) => Err(format!("smoke test `info` failed: {}", convert::error_back(e))),
         }
     }
 
@@ -95,8 +242,15 @@ impl Store {
     /// ones fails once with an I/O error. Errors when the store has no SQL grant.
     #[doc(hidden)]
     pub fn inject_sql_failure_after(&self, statements: u32) -> Result<(), Error> {
+        self.inject_sql_fault(statements, SqlFault::Error)
+    }
+
+    /// Fault injection for tests: `fault` strikes the SQL statement after the next
+    /// `statements` ones, once. Errors when the store has no SQL grant.
+    #[doc(hidden)]
+    pub fn inject_sql_fault(&self, statements: u32, fault: SqlFault) -> Result<(), Error> {
         let sql = self.inner.sql.as_ref().ok_or_else(|| Error::Config("the store has no sql grant".into()))?;
-        sql.inject_failure_after(statements);
+        sql.inject(statements, fault);
         Ok(())
     }
 
@@ -129,8 +283,7 @@ impl Store {
         let (wit_scope, id, wit_meta, now) =
             (convert::scope(scope), conversation_id.to_owned(), convert::meta(&meta), now_millis());
         let info = self
-            .inner
-            .pool
+            .pool()
             .run(move |adapter, store| {
                 adapter.stowage_store_conversation_store().call_open(store, &wit_scope, &id, &wit_meta, now)
             })
@@ -151,8 +304,7 @@ impl Store {
     async fn info_locked(&self, scope: &Scope, conversation_id: &str) -> Result<ConversationInfo, Error> {
         let (wit_scope, id) = (convert::scope(scope), conversation_id.to_owned());
         let info = self
-            .inner
-            .pool
+            .pool()
             .run(move |adapter, store| adapter.stowage_store_conversation_store().call_info(store, &wit_scope, &id))
             .await?
             .map_err(convert::error_back)?;
@@ -166,7 +318,7 @@ impl Store {
         &self,
         messages: &[NewMessage],
     ) -> Result<(Vec<String>, Vec<crate::adapter::bindings::types::Message>), Error> {
-        validate::batch(messages, self.limits())?;
+        validate::batch(messages, &self.limits())?;
         let now = now_millis();
         let ids: Vec<String> =
             messages.iter().map(|m| m.id.clone().unwrap_or_else(|| uuid::Uuid::now_v7().to_string())).collect();
@@ -215,8 +367,7 @@ impl Store {
         let _guard = self.inner.locks.lock(scope, conversation_id).await;
         let (wit_scope, id, now) = (convert::scope(scope), conversation_id.to_owned(), now_millis());
         let outcome = self
-            .inner
-            .pool
+            .pool()
             .run(move |adapter, store| {
                 adapter.stowage_store_conversation_store().call_append(
                     store,
@@ -253,8 +404,7 @@ impl Store {
         drop(messages);
         let _guard = self.inner.locks.lock(scope, conversation_id).await;
         let (wit_scope, id, now) = (convert::scope(scope), conversation_id.to_owned(), now_millis());
-        self.inner
-            .pool
+        self.pool()
             .run(move |adapter, store| {
                 adapter.stowage_store_conversation_store().call_replace(
                     store,
@@ -272,7 +422,7 @@ impl Store {
     /// One page of messages in ascending seq order.
     pub async fn load(&self, scope: &Scope, conversation_id: &str, request: LoadRequest) -> Result<Page, Error> {
         self.check_key(scope, conversation_id)?;
-        validate::limit(request.limit, self.limits())?;
+        validate::limit(request.limit, &self.limits())?;
         let position = match request.from {
             LoadFrom::Latest => None,
             LoadFrom::After(seq) => Some(MessagePosition::After(seq)),
@@ -287,32 +437,13 @@ impl Store {
             Some(MessagePosition::After(seq)) => (MessageRange::After(seq), limit.saturating_add(1)),
         };
         let _guard = self.inner.locks.lock(scope, conversation_id).await;
-        let (wit_scope, id) = (convert::scope(scope), conversation_id.to_owned());
-        let stored = self
-            .inner
-            .pool
-            .run(move |adapter, store| {
-                adapter.stowage_store_conversation_store().call_load(store, &wit_scope, &id, range, fetch)
-            })
-            .await?
-            .map_err(convert::error_back)?;
-        drop(_guard);
-
-        if stored.len() > fetch as usize {
-            return Err(self.violation(format!("load returned {} messages for a limit of {fetch}", stored.len())));
-        }
-        let mut messages = stored.into_iter().map(convert::stored_message).collect::<Result<Vec<Message>, Error>>()?;
-        for pair in messages.windows(2) {
-            if pair[1].seq != pair[0].seq + 1 {
-                return Err(self.violation(format!("load returned seq {} after seq {}", pair[1].seq, pair[0].seq)));
-            }
-        }
+        let mut messages = self.fetch(scope, conversation_id, range, fetch).await?;
         let in_range = |m: &Message| match position {
             None => true,
             Some(MessagePosition::Before(seq)) => m.seq < seq,
             Some(MessagePosition::After(seq)) => m.seq > seq,
         };
-        if let Some(bad) = messages.iter().find(|m| !in_range(m) || m.seq == 0) {
+        if let Some(bad) = messages.iter().find(|m| !in_range(m)) {
             return Err(self.violation(format!("load returned seq {} outside the requested range", bad.seq)));
         }
         let next = match position {
@@ -327,7 +458,115 @@ impl Store {
             // Seqs are contiguous from 1: older messages exist iff the first is not 1.
             _ => messages.first().filter(|m| m.seq > 1).map(|m| MessagePosition::Before(m.seq)),
         };
-        Ok(Page { messages, next_cursor: next.map(|p| cursor::encode_message(scope, conversation_id, p)) })
+        let repairs = if request.orphans == OrphanPolicy::Keep {
+            None
+        } else {
+            // A call's result may lie beyond the page: collect every later result.
+            let mut later = HashSet::new();
+            if let Some(last) = messages.last() {
+                let mut after = last.seq;
+                loop {
+                    let batch = self.fetch(scope, conversation_id, MessageRange::After(after), SCAN_BATCH).await?;
+                    later.extend(repair::result_ids(&batch));
+                    match batch.last() {
+                        Some(m) if batch.len() == SCAN_BATCH as usize => after = m.seq,
+                        _ => break,
+                    }
+                }
+            }
+            let orphans = repair::orphaned_calls(&messages, &later);
+            messages = repair::apply(request.orphans, messages, &orphans);
+            Some(RepairReport { policy: request.orphans, orphaned_calls: orphans })
+        };
+        drop(_guard);
+        Ok(Page { messages, next_cursor: next.map(|p| cursor::encode_message(scope, conversation_id, p)), repairs })
+    }
+
+    /// One adapter `load`, checked: at most `limit`, ascending, contiguous, seq ≥ 1.
+    /// The caller holds the conversation lock.
+    async fn fetch(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+        range: MessageRange,
+        limit: u32,
+    ) -> Result<Vec<Message>, Error> {
+        let (wit_scope, id) = (convert::scope(scope), conversation_id.to_owned());
+        let stored = self
+            .pool()
+            .run(move |adapter, store| {
+                adapter.stowage_store_conversation_store().call_load(store, &wit_scope, &id, range, limit)
+            })
+            .await?
+            .map_err(convert::error_back)?;
+        if stored.len() > limit as usize {
+            return Err(self.violation(format!("load returned {} messages for a limit of {limit}", stored.len())));
+        }
+        let messages = stored.into_iter().map(convert::stored_message).collect::<Result<Vec<Message>, Error>>()?;
+        for pair in messages.windows(2) {
+            if pair[1].seq != pair[0].seq + 1 {
+                return Err(self.violation(format!("load returned seq {} after seq {}", pair[1].seq, pair[0].seq)));
+            }
+        }
+        if messages.first().is_some_and(|m| m.seq == 0) {
+            return Err(self.violation("load returned seq 0"));
+        }
+        Ok(messages)
+    }
+
+    /// Refuses a cut after `seq` that would keep a tool call and drop its result.
+    async fn check_pairs(&self, scope: &Scope, conversation_id: &str, seq: u64) -> Result<(), Error> {
+        let mut removed = Vec::new();
+        let mut after = seq;
+        loop {
+            let batch = self.fetch(scope, conversation_id, MessageRange::After(after), SCAN_BATCH).await?;
+            let full = batch.len() == SCAN_BATCH as usize;
+            after = batch.last().map_or(after, |m| m.seq);
+            removed.extend(batch);
+            if !full {
+                break;
+            }
+        }
+        let removed_calls: HashSet<&str> = removed
+            .iter()
+            .flat_map(|m| &m.parts)
+            .filter_map(|p| if let Part::ToolCall { id, .. } = p { Some(id.as_str()) } else { None })
+            .collect();
+        let mut results: Vec<(&str, u64)> = Vec::new();
+        for m in &removed {
+            for p in &m.parts {
+                if let Part::ToolResult { call_id, .. } = p
+                    && !removed_calls.contains(call_id.as_str())
+                {
+                    results.push((call_id, m.seq));
+                }
+            }
+        }
+        if results.is_empty() {
+            return Ok(());
+        }
+        // Look for those calls among the messages that would be kept, newest first.
+        let mut before = seq + 1;
+        while before > 1 {
+            let batch = self.fetch(scope, conversation_id, MessageRange::Before(before), SCAN_BATCH).await?;
+            let Some(first) = batch.first() else { break };
+            before = first.seq;
+            for m in batch.iter().rev() {
+                for p in &m.parts {
+                    if let Part::ToolCall { id, .. } = p
+                        && let Some((_, result_seq)) = results.iter().find(|(call, _)| *call == id)
+                    {
+                        return Err(Error::InvalidInput(format!(
+                            "truncating after seq {seq} would separate tool call \"{}\" (seq {}) from its result (seq {result_seq}); truncate after seq {} or after seq {result_seq}",
+                            validate::shown(id),
+                            m.seq,
+                            m.seq - 1
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Removes every message after `seq`. Removing nothing is a no-op.
@@ -350,10 +589,10 @@ impl Store {
         seq: u64,
         expected_version: Option<u64>,
     ) -> Result<TruncateOutcome, Error> {
+        self.check_pairs(scope, conversation_id, seq).await?;
         let (wit_scope, id, now) = (convert::scope(scope), conversation_id.to_owned(), now_millis());
         let outcome = self
-            .inner
-            .pool
+            .pool()
             .run(move |adapter, store| {
                 adapter.stowage_store_conversation_store().call_truncate_after(
                     store,
@@ -379,8 +618,7 @@ impl Store {
         }
         let (wit_scope, id) = (convert::scope(scope), conversation_id.to_owned());
         let mut last = self
-            .inner
-            .pool
+            .pool()
             .run(move |adapter, store| {
                 adapter.stowage_store_conversation_store().call_load(store, &wit_scope, &id, MessageRange::Latest, 1)
             })
@@ -400,8 +638,7 @@ impl Store {
         self.check_key(scope, conversation_id)?;
         let _guard = self.inner.locks.lock(scope, conversation_id).await;
         let (wit_scope, id) = (convert::scope(scope), conversation_id.to_owned());
-        self.inner
-            .pool
+        self.pool()
             .run(move |adapter, store| adapter.stowage_store_conversation_store().call_delete(store, &wit_scope, &id))
             .await?
             .map_err(convert::error_back)
@@ -410,12 +647,11 @@ impl Store {
     /// One page of the scope's conversations, ordered by id.
     pub async fn list(&self, scope: &Scope, cursor: Option<&str>, limit: u32) -> Result<ConversationPage, Error> {
         validate::scope(scope)?;
-        validate::limit(limit, self.limits())?;
+        validate::limit(limit, &self.limits())?;
         let after = cursor.map(|c| cursor::decode_list(scope, c)).transpose()?;
         let (wit_scope, wit_after, fetch) = (convert::scope(scope), after.clone(), limit.saturating_add(1));
         let listed = self
-            .inner
-            .pool
+            .pool()
             .run(move |adapter, store| {
                 adapter.stowage_store_conversation_store().call_list(store, &wit_scope, wit_after.as_deref(), fetch)
             })
@@ -462,8 +698,7 @@ impl Store {
         records: Vec<wit_display::DisplayRecord>,
     ) -> Result<Vec<u64>, Error> {
         let (wit_scope, id) = (convert::scope(scope), conversation_id.to_owned());
-        self.inner
-            .pool
+        self.pool()
             .run(move |adapter, store| {
                 adapter.stowage_store_display_store().call_insert(store, &wit_scope, &id, &records)
             })
@@ -479,8 +714,7 @@ impl Store {
     ) -> Result<Vec<wit_display::StoredDisplayRecord>, Error> {
         let (wit_scope, id, call) = (convert::scope(scope), conversation_id.to_owned(), tool_call_id.to_owned());
         let found = self
-            .inner
-            .pool
+            .pool()
             .run(move |adapter, store| {
                 adapter.stowage_store_display_store().call_by_tool_call_id(store, &wit_scope, &id, &call)
             })
@@ -500,8 +734,7 @@ impl Store {
         record: wit_display::DisplayRecord,
     ) -> Result<(), Error> {
         let (wit_scope, id) = (convert::scope(scope), conversation_id.to_owned());
-        self.inner
-            .pool
+        self.pool()
             .run(move |adapter, store| {
                 adapter.stowage_store_display_store().call_update(store, &wit_scope, &id, seq, &record)
             })
@@ -518,8 +751,7 @@ impl Store {
     ) -> Result<Vec<wit_display::StoredDisplayRecord>, Error> {
         let (wit_scope, id) = (convert::scope(scope), conversation_id.to_owned());
         let listed = self
-            .inner
-            .pool
+            .pool()
             .run(move |adapter, store| {
                 adapter.stowage_store_display_store().call_list(store, &wit_scope, &id, after, limit)
             })
@@ -541,8 +773,7 @@ impl Store {
         let statuses = statuses.to_vec();
         let wanted = statuses.clone();
         let found = self
-            .inner
-            .pool
+            .pool()
             .run(move |adapter, store| {
                 adapter.stowage_store_display_store().call_find_by_status(store, &statuses, limit)
             })

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 use stowage::interchange::{self, Format, Transcript};
-use stowage::{ConversationMeta, LoadFrom, LoadRequest};
+use stowage::{ConversationMeta, LoadFrom, LoadRequest, OrphanPolicy};
 
 use crate::context::{Context, bad_input, print_json, read_input};
 use crate::render;
@@ -49,6 +49,10 @@ pub struct LoadArgs {
     /// Continue from a previous page's cursor.
     #[arg(long)]
     cursor: Option<String>,
+    /// Crash repair for tool calls that never got a result: keep them, strip them,
+    /// or show a synthesized `interrupted` result (storage is not changed).
+    #[arg(long, default_value = "keep", value_parser = ["keep", "strip", "synthesize"])]
+    orphans: String,
     /// Print the page as one JSON line in this format instead of text.
     #[arg(long, value_parser = ["stowage", "openai", "anthropic"])]
     format: Option<String>,
@@ -67,7 +71,13 @@ pub async fn load(ctx: &Context, args: LoadArgs) -> anyhow::Result<ExitCode> {
         .info(&scope, &args.conversation)
         .await
         .with_context(|| format!("conversation `{}` in scope {}/{}", args.conversation, scope.tenant, scope.user))?;
-    let page = store.load(&scope, &args.conversation, LoadRequest { from, limit: args.limit }).await?;
+    let orphans = match args.orphans.as_str() {
+        "strip" => OrphanPolicy::Strip,
+        "synthesize" => OrphanPolicy::SynthesizeInterrupted,
+        _ => OrphanPolicy::Keep,
+    };
+    let request = LoadRequest::new(from, args.limit).with_orphans(orphans);
+    let page = store.load(&scope, &args.conversation, request).await?;
     if let Some(format) = args.format {
         let format: Format = format.parse()?;
         let transcript = Transcript::from_stored(&args.conversation, info.meta, page.messages, Vec::new());
@@ -78,6 +88,14 @@ pub async fn load(ctx: &Context, args: LoadArgs) -> anyhow::Result<ExitCode> {
         println!("{} — {} messages, version {}", info.id, info.message_count, info.version);
         for message in &page.messages {
             print!("{}", render::message(message));
+        }
+        if let Some(repairs) = &page.repairs {
+            for orphan in &repairs.orphaned_calls {
+                println!(
+                    "(repair: tool call {} `{}` at seq {} has no result)",
+                    orphan.call_id, orphan.name, orphan.seq
+                );
+            }
         }
         if let Some(cursor) = page.next_cursor {
             println!("(more: --cursor {cursor})");

@@ -90,7 +90,10 @@ fn data_commands_append_load_list_truncate_delete() -> anyhow::Result<()> {
     let listed = s.expect(&["--json", "list"], None, 0)?;
     ensure!(listed.contains("\"oslo\""), "{listed}");
     ensure!(s.expect(&["--tenant", "other", "--json", "list"], None, 0)?.trim() == "[]", "scopes leak");
-    ensure!(s.expect(&["truncate", "oslo", "--after", "2"], None, 0)?.contains("removed 2"));
+    let err = String::from_utf8_lossy(&s.run(&["truncate", "oslo", "--after", "2"], None)?.stderr).into_owned();
+    ensure!(err.contains("would separate tool call"), "a cut between a call and its result is refused: {err}");
+    s.expect(&["truncate", "oslo", "--after", "2"], None, 2)?;
+    ensure!(s.expect(&["truncate", "oslo", "--after", "3"], None, 0)?.contains("removed 1"));
     ensure!(s.expect(&["delete", "oslo"], None, 0)?.contains("deleted oslo"));
     ensure!(s.expect(&["delete", "oslo"], None, 0)?.contains("nothing deleted"), "delete is idempotent");
     s.expect(&["load", "oslo"], None, 3)?;

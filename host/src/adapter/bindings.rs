@@ -3,6 +3,8 @@
 wasmtime::component::bindgen!({
     path: "../wit",
     world: "stowage:store/sql-adapter",
+    // Host functions may trap the adapter (fault injection in tests).
+    imports: { default: trappable },
 });
 
 pub use self::exports::stowage::store::conversation_store;

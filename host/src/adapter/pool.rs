@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 use wasmtime::component::ResourceTable;
@@ -39,9 +40,32 @@ pub struct Counters {
     pub timeouts: AtomicU64,
     pub memory_limit_hits: AtomicU64,
     pub instantiations: AtomicU64,
+    /// Instances created to replace one lost to a failure.
+    pub restarts: AtomicU64,
+    /// Calls refused because the adapter was unhealthy.
+    pub refused: AtomicU64,
+    pub swaps: AtomicU64,
+}
+
+/// The adapter's health, as the supervisor sees it.
+#[derive(Debug, Default)]
+struct Supervision {
+    consecutive_failures: u32,
+    last_error: Option<String>,
+    unhealthy_since: Option<Instant>,
+}
+
+/// A snapshot of [`Supervision`].
+#[derive(Clone, Debug)]
+pub struct HealthSnapshot {
+    pub consecutive_failures: u32,
+    pub last_error: Option<String>,
+    /// Set while unhealthy: how long until calls are tried again.
+    pub retry_in: Option<Duration>,
 }
 
 /// Everything needed to create instances.
+#[derive(Clone)]
 pub struct PoolSettings {
     pub store_name: String,
     pub grants: Grants,
@@ -58,11 +82,13 @@ pub struct InstancePool {
     idle: Mutex<Vec<Instance>>,
     permits: Arc<Semaphore>,
     waiting: AtomicU32,
-    pub counters: Counters,
+    supervision: Mutex<Supervision>,
+    /// Shared by every adapter generation of a store (they survive swaps).
+    pub counters: Arc<Counters>,
 }
 
 impl InstancePool {
-    pub fn new(engine: Engine, image: Arc<AdapterImage>, settings: PoolSettings) -> Self {
+    pub fn new(engine: Engine, image: Arc<AdapterImage>, settings: PoolSettings, counters: Arc<Counters>) -> Self {
         let permits = Arc::new(Semaphore::new(settings.limits.instances as usize));
         Self {
             engine,
@@ -71,8 +97,89 @@ impl InstancePool {
             idle: Mutex::new(Vec::new()),
             permits,
             waiting: AtomicU32::new(0),
-            counters: Counters::default(),
+            supervision: Mutex::new(Supervision::default()),
+            counters,
         }
+    }
+
+    fn supervision(&self) -> std::sync::MutexGuard<'_, Supervision> {
+        match self.supervision.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    pub fn health(&self) -> HealthSnapshot {
+        let s = self.supervision();
+        let cooldown = Duration::from_millis(self.settings.limits.unhealthy_cooldown_ms);
+        HealthSnapshot {
+            consecutive_failures: s.consecutive_failures,
+            last_error: s.last_error.clone(),
+            retry_in: s.unhealthy_since.map(|since| cooldown.saturating_sub(since.elapsed())),
+        }
+    }
+
+    /// Refuses calls while the adapter is unhealthy; after the cool-down one call
+    /// at a time is let through to probe it (a half-open circuit breaker).
+    fn admit(&self) -> Result<(), Error> {
+        let mut s = self.supervision();
+        let Some(since) = s.unhealthy_since else { return Ok(()) };
+        if since.elapsed() >= Duration::from_millis(self.settings.limits.unhealthy_cooldown_ms) {
+            // Probe: if it fails, the failure re-arms the breaker.
+            s.unhealthy_since = Some(Instant::now());
+            return Ok(());
+        }
+        self.counters.refused.fetch_add(1, Ordering::Relaxed);
+        Err(Error::Unhealthy {
+            store: self.settings.store_name.clone(),
+            last_error: s.last_error.clone().unwrap_or_default(),
+        })
+    }
+
+    fn record_failure(&self, error: &Error) {
+        let limits = &self.settings.limits;
+        let mut s = self.supervision();
+        s.consecutive_failures = s.consecutive_failures.saturating_add(1);
+        s.last_error = Some(error.to_string());
+        if s.consecutive_failures >= limits.restart_budget && s.unhealthy_since.is_none() {
+            tracing::error!(store = %self.settings.store_name, %error, failures = s.consecutive_failures, "adapter unhealthy: restart budget spent");
+            s.unhealthy_since = Some(Instant::now());
+        }
+    }
+
+    fn record_success(&self) {
+        let mut s = self.supervision();
+        if s.consecutive_failures > 0 || s.unhealthy_since.is_some() {
+            *s = Supervision::default();
+        }
+    }
+
+    /// Back-off before replacing an instance lost to a failure: grows with each
+    /// consecutive failure, capped.
+    fn restart_backoff(&self) -> Option<Duration> {
+        let failures = self.supervision().consecutive_failures;
+        if failures == 0 {
+            return None;
+        }
+        let limits = &self.settings.limits;
+        let ms = limits.restart_backoff_ms.saturating_mul(u64::from(failures)).min(limits.max_restart_backoff_ms);
+        Some(Duration::from_millis(ms))
+    }
+
+    /// The same pool, counting into the store's shared counters from now on (a
+    /// swap candidate is tested with counters of its own).
+    pub fn adopt_counters(self: Arc<Self>, counters: Arc<Counters>) -> Self {
+        let pool = Arc::try_unwrap(self).unwrap_or_else(|shared| Self {
+            engine: shared.engine.clone(),
+            image: Arc::clone(&shared.image),
+            settings: shared.settings.clone(),
+            idle: Mutex::new(Vec::new()),
+            permits: Arc::new(Semaphore::new(shared.settings.limits.instances as usize)),
+            waiting: AtomicU32::new(0),
+            supervision: Mutex::new(Supervision::default()),
+            counters: Arc::clone(&counters),
+        });
+        Self { counters, ..pool }
     }
 
     pub fn image(&self) -> &AdapterImage {
@@ -144,6 +251,10 @@ impl InstancePool {
                 message: format!("{max_waiting} calls are already waiting for an adapter instance"),
             });
         }
+        if let Err(refused) = self.admit() {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            return Err(refused);
+        }
         let permit = self.permits.clone().acquire_owned().await;
         self.waiting.fetch_sub(1, Ordering::AcqRel);
         let permit = permit.map_err(|_| Error::Internal("instance pool closed".into()))?;
@@ -169,7 +280,19 @@ impl InstancePool {
         let reused = self.idle.lock().ok().and_then(|mut idle| idle.pop());
         let mut instance = match reused {
             Some(instance) => instance,
-            None => self.instantiate()?,
+            None => {
+                if let Some(backoff) = self.restart_backoff() {
+                    std::thread::sleep(backoff);
+                    self.counters.restarts.fetch_add(1, Ordering::Relaxed);
+                }
+                match self.instantiate() {
+                    Ok(instance) => instance,
+                    Err(error) => {
+                        self.record_failure(&error);
+                        return Err(error);
+                    }
+                }
+            }
         };
         instance.store.data_mut().log.reset();
         instance.store.set_epoch_deadline(self.settings.deadline_ticks);
@@ -183,12 +306,14 @@ impl InstancePool {
                 if let Ok(mut idle) = self.idle.lock() {
                     idle.push(instance);
                 }
+                self.record_success();
                 Ok(value)
             }
             Err(err) => {
                 let error = self.classify(err, "during the call");
                 tracing::warn!(store = %self.settings.store_name, %error, "discarding adapter instance");
                 drop(instance);
+                self.record_failure(&error);
                 Err(error)
             }
         }

@@ -7,7 +7,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::{log, sql, types};
 use crate::capability::log::LogSink;
-use crate::capability::sql::SqlSession;
+use crate::capability::sql::{SqlSession, Struck};
 
 /// The error a guest gets (as a trap) when it grows its memory past the cap.
 #[derive(Debug, thiserror::Error)]
@@ -66,40 +66,58 @@ impl WasiView for AdapterState {
 impl types::Host for AdapterState {}
 
 impl log::Host for AdapterState {
-    fn log(&mut self, level: log::Level, message: String) {
+    fn log(&mut self, level: log::Level, message: String) -> wasmtime::Result<()> {
         self.log.log(level, &message);
+        Ok(())
     }
 }
 
 impl AdapterState {
-    fn sql(&mut self) -> Result<&mut SqlSession, sql::Error> {
+    /// The session, and an injected fault if one strikes this statement: the
+    /// outer error traps the adapter, the inner one is reported to it.
+    fn sql(&mut self) -> wasmtime::Result<Result<&mut SqlSession, sql::Error>> {
         // Unreachable through linking (sql is linked only when granted); kept total.
+        let Some(session) = self.sql.as_mut() else {
+            return Ok(Err(sql::Error::AccessDenied("the sql capability is not granted".into())));
+        };
+        match session.database().strike() {
+            None => Ok(Ok(session)),
+            Some(Struck::Error(error)) => Ok(Err(error)),
+            Some(Struck::Trap) => Err(wasmtime::Error::msg("injected trap in the sql capability")),
+        }
+    }
+
+    fn sql_quiet(&mut self) -> Result<&mut SqlSession, sql::Error> {
         self.sql.as_mut().ok_or_else(|| sql::Error::AccessDenied("the sql capability is not granted".into()))
     }
 }
 
 impl sql::Host for AdapterState {
-    fn execute(&mut self, statement: String, params: Vec<sql::Value>) -> Result<u64, sql::Error> {
-        self.sql()?.execute(&statement, &params)
+    fn execute(&mut self, statement: String, params: Vec<sql::Value>) -> wasmtime::Result<Result<u64, sql::Error>> {
+        Ok(self.sql()?.and_then(|s| s.execute(&statement, &params)))
     }
 
-    fn query(&mut self, statement: String, params: Vec<sql::Value>) -> Result<sql::QueryResult, sql::Error> {
-        self.sql()?.query(&statement, &params)
+    fn query(
+        &mut self,
+        statement: String,
+        params: Vec<sql::Value>,
+    ) -> wasmtime::Result<Result<sql::QueryResult, sql::Error>> {
+        Ok(self.sql()?.and_then(|s| s.query(&statement, &params)))
     }
 
-    fn execute_batch(&mut self, statements: Vec<sql::Statement>) -> Result<Vec<u64>, sql::Error> {
-        self.sql()?.execute_batch(&statements)
+    fn execute_batch(&mut self, statements: Vec<sql::Statement>) -> wasmtime::Result<Result<Vec<u64>, sql::Error>> {
+        Ok(self.sql()?.and_then(|s| s.execute_batch(&statements)))
     }
 
-    fn begin(&mut self) -> Result<(), sql::Error> {
-        self.sql()?.begin()
+    fn begin(&mut self) -> wasmtime::Result<Result<(), sql::Error>> {
+        Ok(self.sql_quiet().and_then(|s| s.begin()))
     }
 
-    fn commit(&mut self) -> Result<(), sql::Error> {
-        self.sql()?.commit()
+    fn commit(&mut self) -> wasmtime::Result<Result<(), sql::Error>> {
+        Ok(self.sql()?.and_then(|s| s.commit()))
     }
 
-    fn rollback(&mut self) -> Result<(), sql::Error> {
-        self.sql()?.rollback()
+    fn rollback(&mut self) -> wasmtime::Result<Result<(), sql::Error>> {
+        Ok(self.sql_quiet().and_then(|s| s.rollback()))
     }
 }

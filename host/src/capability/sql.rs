@@ -11,8 +11,7 @@
 //! worker, so the blocking rusqlite API is used directly.
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::config::DbConfig;
@@ -43,31 +42,68 @@ pub struct SqlDatabase {
     max_result_bytes: u64,
     busy_timeout: Duration,
     sync: SqlSync,
-    /// Test hook: fail the statement after this many more succeed (-1 = off).
-    fail_after: AtomicI64,
+    /// Test hook: (statements still to let through, then the fault).
+    fault: Mutex<Option<(u32, SqlFault)>>,
+}
+
+/// A fault the host can inject into the `sql` capability, for tests: it strikes
+/// once, at a chosen call (`execute`, `query`, `execute-batch` or `commit`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SqlFault {
+    /// The statement fails with an I/O error the adapter sees.
+    Error,
+    /// The adapter traps inside the statement.
+    Trap,
+    /// The statement takes this long (past the call deadline, it makes the adapter
+    /// time out as soon as it resumes).
+    Stall(Duration),
+}
+
+/// What an injected fault does to the current statement.
+pub enum Struck {
+    /// Report this error to the adapter.
+    Error(SqlError),
+    /// Trap the adapter.
+    Trap,
 }
 
 impl SqlDatabase {
     pub fn new(path: PathBuf, max_result_bytes: u64, busy_timeout: Duration, sync: SqlSync) -> Self {
-        Self { path, max_result_bytes, busy_timeout, sync, fail_after: AtomicI64::new(-1) }
+        Self { path, max_result_bytes, busy_timeout, sync, fault: Mutex::new(None) }
     }
 
-    /// Makes the statement after the next `statements` ones fail with an I/O error,
-    /// once. For fault-injection tests.
-    pub fn inject_failure_after(&self, statements: u32) {
-        self.fail_after.store(i64::from(statements), Ordering::SeqCst);
+    /// Arms `fault` to strike the statement after the next `statements` ones.
+    pub fn inject(&self, statements: u32, fault: SqlFault) {
+        if let Ok(mut slot) = self.fault.lock() {
+            *slot = Some((statements, fault));
+        }
     }
 
-    fn injected_failure(&self) -> Result<(), SqlError> {
-        let remaining = self.fail_after.load(Ordering::SeqCst);
-        if remaining < 0 {
-            return Ok(());
+    /// Called before each statement: the armed fault, if this is its statement.
+    pub fn strike(&self) -> Option<Struck> {
+        let fault = {
+            let mut slot = self.fault.lock().ok()?;
+            match slot.as_mut() {
+                Some((0, fault)) => {
+                    let fault = *fault;
+                    *slot = None;
+                    fault
+                }
+                Some((remaining, _)) => {
+                    *remaining -= 1;
+                    return None;
+                }
+                None => return None,
+            }
+        };
+        match fault {
+            SqlFault::Error => Some(Struck::Error(SqlError::Io("injected failure".into()))),
+            SqlFault::Trap => Some(Struck::Trap),
+            SqlFault::Stall(duration) => {
+                std::thread::sleep(duration);
+                None
+            }
         }
-        self.fail_after.store(remaining - 1, Ordering::SeqCst);
-        if remaining == 0 {
-            return Err(SqlError::Io("injected failure".into()));
-        }
-        Ok(())
     }
 
     fn open(&self) -> Result<Connection, SqlError> {
@@ -181,8 +217,11 @@ impl SqlSession {
         self.conn.as_mut().ok_or_else(|| SqlError::Io("connection unavailable".into()))
     }
 
+    pub fn database(&self) -> &SqlDatabase {
+        &self.db
+    }
+
     pub fn execute(&mut self, statement: &str, params: &[Value]) -> Result<u64, SqlError> {
-        self.db.injected_failure()?;
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(statement).map_err(map_error)?;
         let changed = stmt.execute(rusqlite::params_from_iter(params.iter().map(to_sql))).map_err(map_error)?;
@@ -190,7 +229,6 @@ impl SqlSession {
     }
 
     pub fn query(&mut self, statement: &str, params: &[Value]) -> Result<QueryResult, SqlError> {
-        self.db.injected_failure()?;
         let max = self.db.max_result_bytes;
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(statement).map_err(map_error)?;
@@ -245,7 +283,6 @@ impl SqlSession {
     }
 
     pub fn commit(&mut self) -> Result<(), SqlError> {
-        self.db.injected_failure()?;
         let conn = self.conn()?;
         if conn.is_autocommit() {
             return Err(SqlError::Transaction("no transaction is open".into()));
