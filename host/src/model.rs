@@ -91,6 +91,19 @@ pub enum Role {
     Tool,
 }
 
+impl Role {
+    /// The role's name in JSON and in provider formats.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
 /// Where a media part's bytes live.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

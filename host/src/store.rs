@@ -245,6 +245,14 @@ impl Store {
         self.inject_sql_fault(statements, SqlFault::Error)
     }
 
+    /// Fault injection for tests: disarms a fault that has not struck.
+    #[doc(hidden)]
+    pub fn disarm_sql_fault(&self) {
+        if let Some(sql) = &self.inner.sql {
+            sql.disarm();
+        }
+    }
+
     /// Fault injection for tests: `fault` strikes the SQL statement after the next
     /// `statements` ones, once. Errors when the store has no SQL grant.
     #[doc(hidden)]

@@ -155,6 +155,20 @@ pub async fn open_store(
     Ok(runtime.open_store(config).await?)
 }
 
+/// Every message of a conversation, in order (paging through the whole history).
+pub async fn all_messages(store: &Store, scope: &stowage::Scope, id: &str) -> anyhow::Result<Vec<stowage::Message>> {
+    let mut messages: Vec<stowage::Message> = Vec::new();
+    loop {
+        let after = messages.last().map_or(0, |m| m.seq);
+        let page = store.load(scope, id, stowage::LoadRequest::after(after, 1000)).await?;
+        let more = page.next_cursor.is_some();
+        messages.extend(page.messages);
+        if !more {
+            return Ok(messages);
+        }
+    }
+}
+
 /// The outcome of one case.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {

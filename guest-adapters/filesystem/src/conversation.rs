@@ -116,8 +116,20 @@ impl Conversation {
     }
 
     fn replay(dir: PathBuf, meta: Meta) -> Result<Self, Error> {
+        let log = frame::read_log(&dir.join(layout::MESSAGES))?;
+        Self::replay_log(dir, meta, log)
+    }
+
+    /// Replays what is readable: a damaged log counts up to the damage. For
+    /// listing, so one damaged conversation does not hide the others; loading it
+    /// still reports the damage.
+    fn replay_readable(dir: PathBuf, meta: Meta) -> Result<Self, Error> {
+        let (log, _) = frame::read_log_prefix(&dir.join(layout::MESSAGES))?;
+        Self::replay_log(dir, meta, log)
+    }
+
+    fn replay_log(dir: PathBuf, meta: Meta, log: LogContents) -> Result<Self, Error> {
         let path = dir.join(layout::MESSAGES);
-        let log = frame::read_log(&path)?;
         let mut messages: Vec<StoredMessage> = Vec::new();
         let mut version = 0;
         let mut updated_at = meta.created_at;
@@ -323,6 +335,6 @@ pub fn list(scope: &Scope, after: Option<&str>, limit: u32) -> Result<Vec<Conver
     found
         .into_iter()
         .take(limit as usize)
-        .map(|(_, path, meta)| Conversation::replay(path, meta)?.info())
+        .map(|(_, path, meta)| Conversation::replay_readable(path, meta)?.info())
         .collect()
 }

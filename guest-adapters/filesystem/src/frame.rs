@@ -26,8 +26,22 @@ pub struct LogContents {
     pub file_len: u64,
 }
 
-/// Reads every intact frame of the log at `path`; a missing file is an empty log.
+/// Reads every intact frame of the log at `path`; a missing file is an empty log;
+/// damage followed by more data is an error naming the offset.
 pub fn read_log(path: &Path) -> Result<LogContents, Error> {
+    let (contents, corrupt_at) = read_log_prefix(path)?;
+    match corrupt_at {
+        None => Ok(contents),
+        Some(offset) => Err(Error::Storage(format!(
+            "{} is corrupt at byte {offset}: a damaged record is followed by more data",
+            path.display()
+        ))),
+    }
+}
+
+/// Like [`read_log`], but damage ends the log instead of failing: the frames
+/// before it, and where the damage starts.
+pub fn read_log_prefix(path: &Path) -> Result<(LogContents, Option<u64>), Error> {
     let mut bytes = Vec::new();
     match File::open(path) {
         Ok(mut file) => {
@@ -37,30 +51,37 @@ pub fn read_log(path: &Path) -> Result<LogContents, Error> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(io_error(&format!("opening {}", path.display()), e)),
     }
-    parse(&bytes).map_err(|offset| {
-        Error::Storage(format!(
-            "{} is corrupt at byte {offset}: a damaged record is followed by more data",
-            path.display()
-        ))
-    })
+    Ok(parse_prefix(&bytes))
 }
 
 /// Splits `bytes` into frames. `Err(offset)` means a damaged frame in the middle.
+#[cfg(test)]
 fn parse(bytes: &[u8]) -> Result<LogContents, u64> {
+    match parse_prefix(bytes) {
+        (contents, None) => Ok(contents),
+        (_, Some(offset)) => Err(offset),
+    }
+}
+
+/// The intact frames, and the offset of a damaged frame followed by more data.
+fn parse_prefix(bytes: &[u8]) -> (LogContents, Option<u64>) {
     let mut frames = Vec::new();
     let mut offset = 0usize;
+    let mut corrupt = None;
     while offset < bytes.len() {
         let rest = &bytes[offset..];
         if rest.len() < HEADER_LEN {
             break; // torn header
         }
         if rest[..4] != MAGIC {
-            return Err(offset as u64);
+            corrupt = Some(offset as u64);
+            break;
         }
         let len = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]) as usize;
         let crc = u32::from_le_bytes([rest[8], rest[9], rest[10], rest[11]]);
         if len > MAX_FRAME {
-            return Err(offset as u64);
+            corrupt = Some(offset as u64);
+            break;
         }
         if rest.len() < HEADER_LEN + len {
             break; // torn payload
@@ -70,16 +91,14 @@ fn parse(bytes: &[u8]) -> Result<LogContents, u64> {
             if rest.len() == HEADER_LEN + len {
                 break; // the last frame was torn (e.g. zero-filled by the filesystem)
             }
-            return Err(offset as u64);
+            corrupt = Some(offset as u64);
+            break;
         }
         frames.push(payload.to_vec());
         offset += HEADER_LEN + len;
     }
-    Ok(LogContents {
-        frames,
-        valid_len: offset as u64,
-        file_len: bytes.len() as u64,
-    })
+    let contents = LogContents { frames, valid_len: offset as u64, file_len: bytes.len() as u64 };
+    (contents, corrupt)
 }
 
 fn encode(payload: &[u8]) -> Result<Vec<u8>, Error> {

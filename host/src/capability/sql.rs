@@ -79,6 +79,13 @@ impl SqlDatabase {
         }
     }
 
+    /// Disarms a fault that has not struck yet.
+    pub fn disarm(&self) {
+        if let Ok(mut slot) = self.fault.lock() {
+            *slot = None;
+        }
+    }
+
     /// Called before each statement: the armed fault, if this is its statement.
     pub fn strike(&self) -> Option<Struck> {
         let fault = {
@@ -110,7 +117,7 @@ impl SqlDatabase {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Connection::open_with_flags(&self.path, flags).map_err(map_error)?;
         conn.busy_timeout(self.busy_timeout).map_err(map_error)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(map_error)?;
+        Self::ensure_wal(&conn, self.busy_timeout)?;
         let sync = match self.sync {
             SqlSync::Full => "FULL",
             SqlSync::Normal => "NORMAL",
@@ -124,6 +131,30 @@ impl SqlDatabase {
         conn.set_prepared_statement_cache_capacity(64);
         conn.authorizer(Some(authorize)).map_err(map_error)?;
         Ok(conn)
+    }
+}
+
+impl SqlDatabase {
+    /// Puts the file in WAL mode. Switching modes can report BUSY without waiting
+    /// on the busy handler when other connections are opening at the same moment,
+    /// so it is retried for up to the busy timeout.
+    fn ensure_wal(conn: &Connection, busy_timeout: Duration) -> Result<(), SqlError> {
+        let started = std::time::Instant::now();
+        loop {
+            let mode: Result<String, _> = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0));
+            let result = match mode {
+                Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
+                Ok(_) => conn.pragma_update(None, "journal_mode", "WAL"),
+                Err(e) => Err(e),
+            };
+            match result.map_err(map_error) {
+                Ok(()) => return Ok(()),
+                Err(SqlError::Busy) if started.elapsed() < busy_timeout => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 }
 

@@ -253,7 +253,7 @@ impl Display {
                 conversation_id: ctx.conversation_id.clone(),
                 seq: 0,
                 message_id: message.id.map(str::to_owned),
-                message_type: split::role_name(message.role).to_owned(),
+                message_type: message.role.as_str().to_owned(),
                 content_type: d.content_type.to_owned(),
                 tool_call_id: d.tool_call_id,
                 status: d.status,

@@ -34,16 +34,6 @@ pub struct Draft {
     pub metadata: serde_json::Map<String, Value>,
 }
 
-pub fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::System => "system",
-        Role::Developer => "developer",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    }
-}
-
 fn draft(part: &Part) -> Draft {
     let (content_type, tool_call_id, status, content) = match part {
         Part::Text { text } => (content_type::TEXT, None, None, json!({ "text": text })),

@@ -13,16 +13,6 @@ use super::{Derived, MessageExtension, Transcript, attach, complete, data_url, d
 use crate::error::Error;
 use crate::model::{MediaSource, NewMessage, Part, Role};
 
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::System => "system",
-        Role::Developer => "developer",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    }
-}
-
 /// `content` for text and media parts: a string for one text part, an array
 /// otherwise, null for none.
 fn content(parts: &[Part]) -> Value {
@@ -86,7 +76,7 @@ fn native(message: &NewMessage) -> Vec<Value> {
             }
             vec![Value::Object(m)]
         }
-        role => vec![json!({ "role": role_name(role), "content": content(&message.parts) })],
+        role => vec![json!({ "role": role.as_str(), "content": content(&message.parts) })],
     }
 }
 
