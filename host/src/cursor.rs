@@ -69,7 +69,7 @@ pub fn encode_list(scope: &Scope, last_id: &str) -> String {
 pub fn decode_list(scope: &Scope, cursor: &str) -> Result<String, Error> {
     let rest = cursor.strip_prefix("l1.").ok_or(Error::InvalidCursor)?;
     let (id_hex, _) = rest.split_once('.').ok_or(Error::InvalidCursor)?;
-    if id_hex.len() % 2 != 0 {
+    if id_hex.len() % 2 != 0 || !id_hex.is_ascii() {
         return Err(Error::InvalidCursor);
     }
     let bytes = (0..id_hex.len())
@@ -100,5 +100,6 @@ mod tests {
         let l = encode_list(&scope, "日本");
         assert_eq!(decode_list(&scope, &l).ok().as_deref(), Some("日本"));
         assert!(decode_list(&Scope::new("x", "u"), &l).is_err());
+        assert!(decode_list(&scope, "l1.aéb.x").is_err(), "non-ASCII must not panic");
     }
 }

@@ -280,7 +280,7 @@ impl Store {
 
     /// Finds or creates a conversation. Idempotent: an existing conversation is
     /// returned unchanged and `meta` is ignored.
-    pub async fn open(
+    async fn open_now(
         &self,
         scope: &Scope,
         conversation_id: &str,
@@ -303,7 +303,7 @@ impl Store {
     }
 
     /// The conversation without its messages.
-    pub async fn info(&self, scope: &Scope, conversation_id: &str) -> Result<ConversationInfo, Error> {
+    async fn info_now(&self, scope: &Scope, conversation_id: &str) -> Result<ConversationInfo, Error> {
         self.check_key(scope, conversation_id)?;
         let _guard = self.inner.locks.lock(scope, conversation_id).await;
         self.info_locked(scope, conversation_id).await
@@ -319,6 +319,96 @@ impl Store {
         let info = convert::info_back(info)?;
         self.check_info(&info, scope, conversation_id)?;
         Ok(info)
+    }
+
+    /// Runs `op` as a task of its own: a caller that stops waiting (a timeout, a
+    /// dropped request) cannot cut an operation short between taking its
+    /// conversation's lock and finishing its adapter work, so a cancelled call never
+    /// overlaps the next one on the same conversation.
+    async fn detached<T, Fut>(&self, op: impl FnOnce(Store) -> Fut) -> Result<T, Error>
+    where
+        Fut: std::future::Future<Output = Result<T, Error>> + Send + 'static,
+        T: Send + 'static,
+    {
+        tokio::spawn(op(self.clone())).await.map_err(|e| Error::Internal(format!("store task failed: {e}")))?
+    }
+
+    /// Finds or creates a conversation. Idempotent: an existing conversation is
+    /// returned unchanged and `meta` is ignored.
+    pub async fn open(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+        meta: ConversationMeta,
+    ) -> Result<ConversationInfo, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.open_now(&scope, &id, meta).await }).await
+    }
+
+    /// The conversation without its messages.
+    pub async fn info(&self, scope: &Scope, conversation_id: &str) -> Result<ConversationInfo, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.info_now(&scope, &id).await }).await
+    }
+
+    /// Appends a batch atomically. Messages whose id is already stored keep their
+    /// original seq and are not stored again, so retrying an acknowledged append is
+    /// safe. With `expected_version`, fails with `Conflict` if another writer changed
+    /// the conversation first (unless the whole batch was already stored).
+    pub async fn append(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+        messages: Vec<NewMessage>,
+        expected_version: Option<u64>,
+    ) -> Result<AppendOutcome, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.append_now(&scope, &id, messages, expected_version).await }).await
+    }
+
+    /// Replaces the whole history atomically; messages are renumbered from 1.
+    /// Returns the new version.
+    pub async fn replace(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+        messages: Vec<NewMessage>,
+        expected_version: Option<u64>,
+    ) -> Result<u64, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.replace_now(&scope, &id, messages, expected_version).await }).await
+    }
+
+    /// One page of messages in ascending seq order, with crash repair as requested.
+    pub async fn load(&self, scope: &Scope, conversation_id: &str, request: LoadRequest) -> Result<Page, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.load_now(&scope, &id, request).await }).await
+    }
+
+    /// Removes every message after `seq`. Removing nothing is a no-op; a cut that
+    /// would keep a tool call and drop its result is refused.
+    pub async fn truncate_after(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+        seq: u64,
+        expected_version: Option<u64>,
+    ) -> Result<TruncateOutcome, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.truncate_after_now(&scope, &id, seq, expected_version).await }).await
+    }
+
+    /// Removes and returns the newest message (undo); `None` when empty.
+    pub async fn pop_last(&self, scope: &Scope, conversation_id: &str) -> Result<Option<Message>, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.pop_last_now(&scope, &id).await }).await
+    }
+
+    /// Deletes a conversation with its display records. Idempotent: returns whether
+    /// anything existed.
+    pub async fn delete(&self, scope: &Scope, conversation_id: &str) -> Result<bool, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.delete_now(&scope, &id).await }).await
     }
 
     /// Validates a batch and assigns ids and timestamps.
@@ -361,7 +451,7 @@ impl Store {
     /// original seq and are not stored again, so retrying an acknowledged append is
     /// safe. With `expected_version`, fails with `Conflict` if another writer changed
     /// the conversation first (unless the whole batch was already stored).
-    pub async fn append(
+    async fn append_now(
         &self,
         scope: &Scope,
         conversation_id: &str,
@@ -400,7 +490,7 @@ impl Store {
 
     /// Replaces the whole history atomically; messages are renumbered from 1.
     /// Returns the new version.
-    pub async fn replace(
+    async fn replace_now(
         &self,
         scope: &Scope,
         conversation_id: &str,
@@ -428,7 +518,7 @@ impl Store {
     }
 
     /// One page of messages in ascending seq order.
-    pub async fn load(&self, scope: &Scope, conversation_id: &str, request: LoadRequest) -> Result<Page, Error> {
+    async fn load_now(&self, scope: &Scope, conversation_id: &str, request: LoadRequest) -> Result<Page, Error> {
         self.check_key(scope, conversation_id)?;
         validate::limit(request.limit, &self.limits())?;
         let position = match request.from {
@@ -512,49 +602,59 @@ impl Store {
         }
         let messages = stored.into_iter().map(convert::stored_message).collect::<Result<Vec<Message>, Error>>()?;
         for pair in messages.windows(2) {
-            if pair[1].seq != pair[0].seq + 1 {
+            if pair[0].seq.checked_add(1) != Some(pair[1].seq) {
                 return Err(self.violation(format!("load returned seq {} after seq {}", pair[1].seq, pair[0].seq)));
             }
         }
         if messages.first().is_some_and(|m| m.seq == 0) {
             return Err(self.violation("load returned seq 0"));
         }
+        // Out-of-range answers would also make the host's scans loop forever.
+        let in_range = |m: &Message| match range {
+            MessageRange::Latest => true,
+            MessageRange::After(seq) => m.seq > seq,
+            MessageRange::Before(seq) => m.seq < seq,
+        };
+        if let Some(bad) = messages.iter().find(|m| !in_range(m)) {
+            return Err(self.violation(format!("load returned seq {} outside the requested range", bad.seq)));
+        }
         Ok(messages)
     }
 
     /// Refuses a cut after `seq` that would keep a tool call and drop its result.
     async fn check_pairs(&self, scope: &Scope, conversation_id: &str, seq: u64) -> Result<(), Error> {
-        let mut removed = Vec::new();
+        // Only ids are kept: the part that would be removed may be large.
+        let mut removed_calls: HashSet<String> = HashSet::new();
+        let mut removed_results: Vec<(String, u64)> = Vec::new();
         let mut after = seq;
         loop {
             let batch = self.fetch(scope, conversation_id, MessageRange::After(after), SCAN_BATCH).await?;
-            let full = batch.len() == SCAN_BATCH as usize;
-            after = batch.last().map_or(after, |m| m.seq);
-            removed.extend(batch);
-            if !full {
-                break;
-            }
-        }
-        let removed_calls: HashSet<&str> = removed
-            .iter()
-            .flat_map(|m| &m.parts)
-            .filter_map(|p| if let Part::ToolCall { id, .. } = p { Some(id.as_str()) } else { None })
-            .collect();
-        let mut results: Vec<(&str, u64)> = Vec::new();
-        for m in &removed {
-            for p in &m.parts {
-                if let Part::ToolResult { call_id, .. } = p
-                    && !removed_calls.contains(call_id.as_str())
-                {
-                    results.push((call_id, m.seq));
+            for m in &batch {
+                for p in &m.parts {
+                    match p {
+                        Part::ToolCall { id, .. } => {
+                            removed_calls.insert(id.clone());
+                        }
+                        Part::ToolResult { call_id, .. } => removed_results.push((call_id.clone(), m.seq)),
+                        _ => {}
+                    }
                 }
             }
+            match batch.last() {
+                Some(last) if batch.len() == SCAN_BATCH as usize => after = last.seq,
+                _ => break,
+            }
         }
+        let results: Vec<(&str, u64)> = removed_results
+            .iter()
+            .filter(|(call, _)| !removed_calls.contains(call))
+            .map(|(call, seq)| (call.as_str(), *seq))
+            .collect();
         if results.is_empty() {
             return Ok(());
         }
         // Look for those calls among the messages that would be kept, newest first.
-        let mut before = seq + 1;
+        let mut before = seq.saturating_add(1);
         while before > 1 {
             let batch = self.fetch(scope, conversation_id, MessageRange::Before(before), SCAN_BATCH).await?;
             let Some(first) = batch.first() else { break };
@@ -568,7 +668,7 @@ impl Store {
                             "truncating after seq {seq} would separate tool call \"{}\" (seq {}) from its result (seq {result_seq}); truncate after seq {} or after seq {result_seq}",
                             validate::shown(id),
                             m.seq,
-                            m.seq - 1
+                            m.seq.saturating_sub(1)
                         )));
                     }
                 }
@@ -578,7 +678,7 @@ impl Store {
     }
 
     /// Removes every message after `seq`. Removing nothing is a no-op.
-    pub async fn truncate_after(
+    async fn truncate_after_now(
         &self,
         scope: &Scope,
         conversation_id: &str,
@@ -617,32 +717,26 @@ impl Store {
     }
 
     /// Removes and returns the newest message (undo); `None` when empty.
-    pub async fn pop_last(&self, scope: &Scope, conversation_id: &str) -> Result<Option<Message>, Error> {
+    async fn pop_last_now(&self, scope: &Scope, conversation_id: &str) -> Result<Option<Message>, Error> {
         self.check_key(scope, conversation_id)?;
         let _guard = self.inner.locks.lock(scope, conversation_id).await;
         let info = self.info_locked(scope, conversation_id).await?;
         if info.last_seq == 0 {
             return Ok(None);
         }
-        let (wit_scope, id) = (convert::scope(scope), conversation_id.to_owned());
-        let mut last = self
-            .pool()
-            .run(move |adapter, store| {
-                adapter.stowage_store_conversation_store().call_load(store, &wit_scope, &id, MessageRange::Latest, 1)
-            })
-            .await?
-            .map_err(convert::error_back)?;
-        let Some(last) = last.pop() else {
+        let Some(last) = self.fetch(scope, conversation_id, MessageRange::Latest, 1).await?.pop() else {
             return Ok(None);
         };
-        let last = convert::stored_message(last)?;
-        self.truncate_locked(scope, conversation_id, last.seq - 1, Some(info.version)).await?;
+        if last.seq != info.last_seq {
+            return Err(self.violation(format!("the newest message has seq {}, info says {}", last.seq, info.last_seq)));
+        }
+        self.truncate_locked(scope, conversation_id, last.seq.saturating_sub(1), Some(info.version)).await?;
         Ok(Some(last))
     }
 
     /// Deletes a conversation with its display records. Idempotent: returns whether
     /// anything existed.
-    pub async fn delete(&self, scope: &Scope, conversation_id: &str) -> Result<bool, Error> {
+    async fn delete_now(&self, scope: &Scope, conversation_id: &str) -> Result<bool, Error> {
         self.check_key(scope, conversation_id)?;
         let _guard = self.inner.locks.lock(scope, conversation_id).await;
         let (wit_scope, id) = (convert::scope(scope), conversation_id.to_owned());

@@ -348,3 +348,60 @@ async fn a_corrupted_sqlite_page_is_reported_and_intact_data_still_loads() -> an
     ensure!(intact > 0, "nothing intact survived one corrupted page");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cancelled_call_never_overlaps_the_next_one_and_frees_its_queue_slot() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let limits = Limits { instances: 2, max_waiting_calls: 4, ..Limits::default() };
+    let store =
+        shared_runtime()?.open_store(StoreConfig::builtin(Builtin::Sqlite, dir.path()).with_limits(limits)).await?;
+    store.open(&scope(), "c", ConversationMeta::default()).await?;
+    // The first append stalls inside the adapter; its caller gives up at once.
+    store.inject_sql_fault(1, SqlFault::Stall(Duration::from_millis(400)))?;
+    let batch = |p: &str| (0..3).map(|i| text(format!("{p}{i}"))).collect::<Vec<_>>();
+    let first = tokio::time::timeout(Duration::from_millis(50), store.append(&scope(), "c", batch("a"), None)).await;
+    ensure!(first.is_err(), "the first call should have been cancelled by its caller");
+    // The next call on the conversation must wait for the first to finish, not overlap it.
+    let second = store.append(&scope(), "c", batch("b"), None).await?;
+    ensure!(second.seqs == [4, 5, 6], "the cancelled append still completes first: {:?}", second.seqs);
+    let ids: Vec<String> = all(&store, "c").await?.into_iter().map(|m| m.id).collect();
+    ensure!(ids == ["a0", "a1", "a2", "b0", "b1", "b2"], "{ids:?}");
+    // Callers that give up while queued give their slot back.
+    for round in 0..3 {
+        store.inject_sql_fault(0, SqlFault::Stall(Duration::from_millis(200)))?;
+        let mut waiters = Vec::new();
+        for i in 0..6 {
+            let store = store.clone();
+            waiters.push(tokio::spawn(async move {
+                let id = format!("other-{round}-{i}");
+                tokio::time::timeout(Duration::from_millis(20), store.info(&scope(), &id)).await
+            }));
+        }
+        for waiter in waiters {
+            let _ = waiter.await?;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    store.disarm_sql_fault();
+    ensure!(store.info(&scope(), "c").await?.message_count == 6, "the store refuses calls after cancelled waits");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zero_filled_tail_after_power_loss_is_a_torn_write_not_damage() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let config = StoreConfig::builtin(Builtin::Filesystem, dir.path());
+    let store = shared_runtime()?.open_store(config.clone()).await?;
+    store.open(&scope(), "c", ConversationMeta::default()).await?;
+    store.append(&scope(), "c", vec![text("kept".into())], None).await?;
+    let log = find(dir.path(), "c-c")?.join("messages.log");
+    // The file was extended but its new blocks never written.
+    let mut bytes = std::fs::read(&log)?;
+    bytes.extend([0u8; 4096]);
+    std::fs::write(&log, &bytes)?;
+    let reopened = shared_runtime()?.open_store(config).await?;
+    ensure!(all(&reopened, "c").await?.len() == 1, "the intact message must load");
+    let next = reopened.append(&scope(), "c", vec![text("after".into())], None).await?;
+    ensure!(next.seqs == [2], "the next writer cuts the torn tail and continues: {:?}", next.seqs);
+    Ok(())
+}

@@ -267,8 +267,11 @@ impl Conversation {
         }
         check_version(expected_version, self.version)?;
         let version = self.version + 1;
-        let entry = Entry::Truncate { version, at: now, after: seq };
-        frame::append_frame(&self.log_path(), &self.log, &encode_entry(&entry)?)?;
+        // Rewriting the log drops the removed messages for good (no dead bytes).
+        let path = self.log_path();
+        let kept: Vec<StoredMessage> = self.messages.into_iter().filter(|m| m.seq <= seq).collect();
+        let entry = Entry::Reset { version, at: now, messages: kept };
+        frame::write_log(&path, &[encode_entry(&entry)?])?;
         Ok(TruncateOutcome { removed, version })
     }
 }

@@ -48,6 +48,10 @@ impl Display {
 
     fn read_path(path: PathBuf) -> Result<Self, Error> {
         let log = frame::read_log(&path)?;
+        Self::from_log(path, log)
+    }
+
+    fn from_log(path: PathBuf, log: LogContents) -> Result<Self, Error> {
         let mut owner = None;
         let mut records: Vec<StoredDisplayRecord> = Vec::new();
         for (index, payload) in log.frames.iter().enumerate() {
@@ -185,7 +189,11 @@ pub fn find_by_status(statuses: &[String], limit: u32) -> Result<Vec<LocatedDisp
     for tenant in subdirs(std::path::Path::new(layout::ROOT))? {
         for user in subdirs(&tenant)? {
             for conversation in subdirs(&user)? {
-                let display = Display::read_path(conversation.join(layout::DISPLAY))?;
+                // A damaged log must not stop a scan of every other conversation:
+                // what precedes the damage is used.
+                let path = conversation.join(layout::DISPLAY);
+                let Ok((log, _)) = frame::read_log_prefix(&path) else { continue };
+                let Ok(display) = Display::from_log(path, log) else { continue };
                 let Some((scope, conversation_id)) = display.owner else { continue };
                 for stored in display.records {
                     if found.len() >= limit as usize {

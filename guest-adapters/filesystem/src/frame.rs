@@ -74,13 +74,13 @@ fn parse_prefix(bytes: &[u8]) -> (LogContents, Option<u64>) {
             break; // torn header
         }
         if rest[..4] != MAGIC {
-            corrupt = Some(offset as u64);
+            corrupt = damaged_unless_tail(bytes, offset);
             break;
         }
         let len = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]) as usize;
         let crc = u32::from_le_bytes([rest[8], rest[9], rest[10], rest[11]]);
         if len > MAX_FRAME {
-            corrupt = Some(offset as u64);
+            corrupt = damaged_unless_tail(bytes, offset);
             break;
         }
         if rest.len() < HEADER_LEN + len {
@@ -99,6 +99,29 @@ fn parse_prefix(bytes: &[u8]) -> (LogContents, Option<u64>) {
     }
     let contents = LogContents { frames, valid_len: offset as u64, file_len: bytes.len() as u64 };
     (contents, corrupt)
+}
+
+/// A bad frame at `offset` is a torn tail (a crash while extending the file can
+/// leave a zeroed or garbage header) unless an intact frame follows it somewhere;
+/// then it is damage, reported at `offset`.
+fn damaged_unless_tail(bytes: &[u8], offset: usize) -> Option<u64> {
+    let mut at = offset + 1;
+    while let Some(found) = bytes[at..].windows(MAGIC.len()).position(|w| w == MAGIC) {
+        let start = at + found;
+        let rest = &bytes[start..];
+        if rest.len() >= HEADER_LEN {
+            let len = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]) as usize;
+            let crc = u32::from_le_bytes([rest[8], rest[9], rest[10], rest[11]]);
+            if len <= MAX_FRAME
+                && rest.len() >= HEADER_LEN + len
+                && crc32fast::hash(&rest[HEADER_LEN..HEADER_LEN + len]) == crc
+            {
+                return Some(offset as u64);
+            }
+        }
+        at = start + 1;
+    }
+    None
 }
 
 fn encode(payload: &[u8]) -> Result<Vec<u8>, Error> {
@@ -131,6 +154,7 @@ pub fn append_frame(path: &Path, contents: &LogContents, payload: &[u8]) -> Resu
         file.set_len(contents.valid_len)
             .map_err(|e| io_error(&what("repairing the torn tail of"), e))?;
     }
+    let new_file = contents.file_len == 0;
     file.seek(SeekFrom::Start(contents.valid_len))
         .map_err(|e| io_error(&what("seeking in"), e))?;
     let result = file.write_all(&frame).and_then(|()| file.sync_data());
@@ -138,6 +162,10 @@ pub fn append_frame(path: &Path, contents: &LogContents, payload: &[u8]) -> Resu
         // Leave no half frame behind for the next writer to mistake for a torn tail.
         let _ = file.set_len(contents.valid_len);
         return Err(io_error(&what("appending to"), e));
+    }
+    // A new file's directory entry must be durable too.
+    if new_file && let Some(dir) = path.parent() {
+        sync_dir(dir);
     }
     Ok(())
 }
@@ -194,6 +222,13 @@ mod tests {
                 "cut at {cut}"
             );
         }
+    }
+
+    #[test]
+    fn a_zeroed_tail_is_torn_not_corrupt() {
+        let mut bytes = log_of(&[b"first"]);
+        bytes.extend([0u8; 40]);
+        assert!(matches!(parse(&bytes), Ok(c) if c.frames.len() == 1));
     }
 
     #[test]

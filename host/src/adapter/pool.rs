@@ -64,6 +64,25 @@ pub struct HealthSnapshot {
     pub retry_in: Option<Duration>,
 }
 
+/// One call waiting for an instance.
+struct WaitingSlot<'a> {
+    counter: &'a AtomicU32,
+    /// How many were waiting before this one.
+    before: u32,
+}
+
+impl<'a> WaitingSlot<'a> {
+    fn take(counter: &'a AtomicU32) -> Self {
+        Self { counter, before: counter.fetch_add(1, Ordering::AcqRel) }
+    }
+}
+
+impl Drop for WaitingSlot<'_> {
+    fn drop(&mut self) {
+        self.counter.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Everything needed to create instances.
 #[derive(Clone)]
 pub struct PoolSettings {
@@ -244,19 +263,18 @@ impl InstancePool {
         F: FnOnce(&SqlAdapter, &mut wasmtime::Store<AdapterState>) -> wasmtime::Result<R> + Send + 'static,
     {
         let max_waiting = self.settings.limits.max_waiting_calls;
-        if self.waiting.fetch_add(1, Ordering::AcqRel) >= max_waiting {
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
+        // Counted while waiting; the guard gives the slot back even if the caller
+        // stops waiting.
+        let waiting = WaitingSlot::take(&self.waiting);
+        if waiting.before >= max_waiting {
             return Err(Error::Overloaded {
                 store: self.settings.store_name.clone(),
                 message: format!("{max_waiting} calls are already waiting for an adapter instance"),
             });
         }
-        if let Err(refused) = self.admit() {
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
-            return Err(refused);
-        }
+        self.admit()?;
         let permit = self.permits.clone().acquire_owned().await;
-        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        drop(waiting);
         let permit = permit.map_err(|_| Error::Internal("instance pool closed".into()))?;
         self.counters.calls.fetch_add(1, Ordering::Relaxed);
 
@@ -298,12 +316,21 @@ impl InstancePool {
         instance.store.set_epoch_deadline(self.settings.deadline_ticks);
         match call(&instance.bindings, &mut instance.store) {
             Ok(value) => {
-                if let Some(sql) = instance.store.data_mut().sql.as_mut()
-                    && sql.reset()
-                {
-                    tracing::warn!(store = %self.settings.store_name, "adapter returned with a SQL transaction open; rolled back");
+                let mut reusable = true;
+                if let Some(sql) = instance.store.data_mut().sql.as_mut() {
+                    match sql.reset() {
+                        Ok(false) => {}
+                        Ok(true) => {
+                            tracing::warn!(store = %self.settings.store_name, "adapter returned with a SQL transaction open; rolled back")
+                        }
+                        // It may still hold the write lock: never reuse it.
+                        Err(e) => {
+                            tracing::warn!(store = %self.settings.store_name, error = ?e, "rolling back an abandoned transaction failed; discarding the instance");
+                            reusable = false;
+                        }
+                    }
                 }
-                if let Ok(mut idle) = self.idle.lock() {
+                if reusable && let Ok(mut idle) = self.idle.lock() {
                     idle.push(instance);
                 }
                 self.record_success();

@@ -329,13 +329,13 @@ impl SqlSession {
     }
 
     /// Called after every adapter call: a transaction the adapter left open is
-    /// rolled back so the next call starts clean. Returns true if one was open.
-    pub fn reset(&mut self) -> bool {
+    /// rolled back so the next call starts clean. `Ok(true)` if one was open.
+    pub fn reset(&mut self) -> Result<bool, SqlError> {
         let open = self.conn.as_ref().is_some_and(|c| !c.is_autocommit());
         if open {
-            let _ = self.rollback();
+            self.rollback()?;
         }
-        open
+        Ok(open)
     }
 }
 
@@ -393,7 +393,7 @@ mod tests {
         assert!(matches!(batch, Err(SqlError::Constraint(_))), "{batch:?}");
         s.begin().map_err(|e| format!("{e:?}"))?;
         s.execute("INSERT INTO t VALUES (9)", &[]).map_err(|e| format!("{e:?}"))?;
-        assert!(s.reset(), "the open transaction is reported");
+        assert!(matches!(s.reset(), Ok(true)), "the open transaction is reported");
         let rows = s.query("SELECT count(*) FROM t", &[]).map_err(|e| format!("{e:?}"))?;
         assert!(matches!(rows.rows[0].values[..], [Value::Integer(0)]));
         Ok(())

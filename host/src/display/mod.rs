@@ -144,6 +144,17 @@ impl Display {
         self.inner.events.subscribe()
     }
 
+    /// Runs `op` as a task of its own, so a caller that stops waiting cannot
+    /// separate a persisted change from its event or release the conversation's
+    /// lock while the adapter still works.
+    async fn detached<T, Fut>(&self, op: impl FnOnce(Display) -> Fut) -> Result<T, Error>
+    where
+        Fut: std::future::Future<Output = Result<T, Error>> + Send + 'static,
+        T: Send + 'static,
+    {
+        tokio::spawn(op(self.clone())).await.map_err(|e| Error::Internal(format!("display task failed: {e}")))?
+    }
+
     fn emit(&self, event: DisplayEvent) {
         // No subscribers is fine: the change is persisted either way.
         let _ = self.inner.events.send(event);
@@ -263,8 +274,21 @@ impl Display {
                 updated_at: now,
             })
             .collect();
-        let _guard = self.lock(scope, &ctx.conversation_id).await;
-        self.insert(scope, ctx, records).await
+        self.insert_locked(scope, ctx, records).await
+    }
+
+    async fn insert_locked(
+        &self,
+        scope: &Scope,
+        ctx: &DisplayContext,
+        records: Vec<DisplayRecord>,
+    ) -> Result<Vec<DisplayRecord>, Error> {
+        let (scope, ctx) = (scope.clone(), ctx.clone());
+        self.detached(move |d| async move {
+            let _guard = d.lock(&scope, &ctx.conversation_id).await;
+            d.insert(&scope, &ctx, records).await
+        })
+        .await
     }
 
     /// Saves one record the integrator originates (an ask-user answer, a
@@ -297,8 +321,7 @@ impl Display {
             created_at: now,
             updated_at: now,
         };
-        let _guard = self.lock(scope, &ctx.conversation_id).await;
-        let mut saved = self.insert(scope, ctx, vec![record]).await?;
+        let mut saved = self.insert_locked(scope, ctx, vec![record]).await?;
         saved.pop().ok_or_else(|| Error::Internal("insert returned no record".into()))
     }
 
@@ -322,6 +345,17 @@ impl Display {
     ) -> Result<ToolUpdate, Error> {
         self.check_ctx(scope, ctx)?;
         validate::message_id(&info.call_id).map_err(|_| Error::InvalidInput("tool call id is not valid".into()))?;
+        let (scope, ctx) = (scope.clone(), ctx.clone());
+        self.detached(move |d| async move { d.update_tool_status_locked(&scope, status, info, &ctx).await }).await
+    }
+
+    async fn update_tool_status_locked(
+        &self,
+        scope: &Scope,
+        status: ToolStatus,
+        info: ToolInfo,
+        ctx: &DisplayContext,
+    ) -> Result<ToolUpdate, Error> {
         let _guard = self.lock(scope, &ctx.conversation_id).await;
         let records = self.by_call_id(scope, &ctx.conversation_id, &info.call_id).await?;
         let (mut card, current) = Self::card_of(&records)?;
@@ -350,6 +384,17 @@ impl Display {
         ctx: &DisplayContext,
     ) -> Result<ToolUpdate, Error> {
         self.check_ctx(scope, ctx)?;
+        let (scope, ctx, call, content) = (scope.clone(), ctx.clone(), tool_call_id.to_owned(), content.to_owned());
+        self.detached(move |d| async move { d.resolve_locked(&scope, &call, &content, &ctx).await }).await
+    }
+
+    async fn resolve_locked(
+        &self,
+        scope: &Scope,
+        tool_call_id: &str,
+        content: &str,
+        ctx: &DisplayContext,
+    ) -> Result<ToolUpdate, Error> {
         let _guard = self.lock(scope, &ctx.conversation_id).await;
         let records = self.by_call_id(scope, &ctx.conversation_id, tool_call_id).await?;
         let (mut card, current) = Self::card_of(&records)?;
@@ -396,8 +441,7 @@ impl Display {
             .into_iter()
             .map(|r| DisplayRecord { scope: scope.clone(), conversation_id: conversation_id.to_owned(), seq: 0, ..r })
             .collect();
-        let _guard = self.lock(scope, conversation_id).await;
-        self.insert(scope, &ctx, records).await
+        self.insert_locked(scope, &ctx, records).await
     }
 
     /// A page of a conversation's records, ascending, after seq `after` (0 = start).
@@ -454,43 +498,62 @@ impl Display {
         };
         let statuses: Vec<String> = STALE.iter().map(|s| s.as_str().to_owned()).collect();
         let mut report = SweepReport::default();
+        // Every card is looked at once: the loop ends when a round finds none unseen.
+        let mut seen: std::collections::HashSet<(Scope, String, u64)> = std::collections::HashSet::new();
         loop {
             let found = store.display_find_by_status(&statuses, SWEEP_BATCH).await?;
-            if found.is_empty() {
-                return Ok(report);
-            }
             let mut progressed = false;
             for located in found {
                 let scope = Scope { tenant: located.scope.tenant, user: located.scope.user };
                 let conversation_id = located.conversation_id;
-                let _guard = store.lock_conversation(&scope, &conversation_id).await;
-                let mut card = from_wit(&scope, &conversation_id, located.stored)?;
-                // Re-read under the lock: the card may have moved since it was found.
-                if let Some(call_id) = card.tool_call_id.clone() {
-                    let current = self.by_call_id(&scope, &conversation_id, &call_id).await?;
-                    match current.into_iter().find(|r| r.seq == card.seq) {
-                        Some(fresh) => card = fresh,
-                        None => continue,
-                    }
-                }
-                if !card.status.is_some_and(|s| STALE.contains(&s)) {
+                let key = (scope.clone(), conversation_id.clone(), located.stored.seq);
+                if !seen.insert(key.clone()) {
                     continue;
                 }
-                let mut metadata = lifecycle::object(card.metadata.as_ref());
-                metadata.insert("interrupted_by".into(), Value::String("startup_sweep".into()));
-                card.status = Some(ToolStatus::Interrupted);
-                card.metadata = lifecycle::to_json(metadata);
-                card.updated_at = now_millis();
-                self.update(&card, None).await?;
-                report.interrupted += 1;
                 progressed = true;
+                match self.sweep_one(store, &scope, &conversation_id, located.stored).await {
+                    Ok(true) => report.interrupted += 1,
+                    Ok(false) => {} // it moved on its own meanwhile
+                    Err(error) => {
+                        // One damaged record must not stop start-up for everyone.
+                        tracing::warn!(%error, seq = key.2, "start-up sweep skipped a tool card it could not update");
+                        report.skipped += 1;
+                    }
+                }
             }
             if !progressed {
-                return Err(Error::ContractViolation {
-                    store: store.name().to_owned(),
-                    message: "find-by-status keeps returning records that do not have the status".into(),
-                });
+                return Ok(report);
             }
         }
+    }
+
+    /// Marks one stale card interrupted; `Ok(false)` if it is no longer stale.
+    async fn sweep_one(
+        &self,
+        store: &Store,
+        scope: &Scope,
+        conversation_id: &str,
+        stored: wit::StoredDisplayRecord,
+    ) -> Result<bool, Error> {
+        let _guard = store.lock_conversation(scope, conversation_id).await;
+        let mut card = from_wit(scope, conversation_id, stored)?;
+        // Re-read under the lock: the card may have moved since it was found.
+        if let Some(call_id) = card.tool_call_id.clone() {
+            let current = self.by_call_id(scope, conversation_id, &call_id).await?;
+            match current.into_iter().find(|r| r.seq == card.seq) {
+                Some(fresh) => card = fresh,
+                None => return Ok(false),
+            }
+        }
+        if !card.status.is_some_and(|s| STALE.contains(&s)) {
+            return Ok(false);
+        }
+        let mut metadata = lifecycle::object(card.metadata.as_ref());
+        metadata.insert("interrupted_by".into(), Value::String("startup_sweep".into()));
+        card.status = Some(ToolStatus::Interrupted);
+        card.metadata = lifecycle::to_json(metadata);
+        card.updated_at = now_millis();
+        self.update(&card, None).await?;
+        Ok(true)
     }
 }

@@ -180,6 +180,8 @@ pub struct DisplayPage {
 pub struct SweepReport {
     /// Cards left `pending` or `executing` by a crash, now `interrupted`.
     pub interrupted: u64,
+    /// Stale cards that could not be read or updated (each logged); left as they are.
+    pub skipped: u64,
 }
 
 /// Broadcast to subscribers for every persisted change, exactly once, in order per
