@@ -146,3 +146,37 @@ async fn files_that_are_not_adapters_are_refused_clearly() -> anyhow::Result<()>
     ensure!(matches!(runtime.open_store(missing).await, Err(Error::Load(LoadError::Read { .. }))), "missing file");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_adapter_that_keeps_trapping_is_restarted_with_back_off_then_reported_unhealthy() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let limits = Limits {
+        instances: 1,
+        restart_budget: 3,
+        restart_backoff_ms: 20,
+        unhealthy_cooldown_ms: 300,
+        ..Limits::default()
+    };
+    let store = hostile_store(dir.path(), limits, Grants::FILESYSTEM).await?;
+    for attempt in 0..3 {
+        ensure!(matches!(open(&store, "trap").await, Err(Error::Trap { .. })), "attempt {attempt} should trap");
+    }
+    match store.health().status {
+        stowage::HealthStatus::Unhealthy { consecutive_failures, last_error, .. } => {
+            ensure!(consecutive_failures == 3 && last_error.contains("trapped"), "{last_error}");
+        }
+        other => bail!("after the restart budget the store must be unhealthy: {other:?}"),
+    }
+    // Refused at once, naming the last error, instead of spinning.
+    match open(&store, "ok").await {
+        Err(Error::Unhealthy { last_error, .. }) => ensure!(last_error.contains("trapped")),
+        other => bail!("an unhealthy store must refuse calls: {other:?}"),
+    }
+    let stats = store.stats();
+    ensure!(stats.traps == 3 && stats.refused == 1 && stats.restarts >= 2, "{stats:?}");
+    // After the cool-down a probe goes through and a good call heals it.
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    open(&store, "ok").await?;
+    ensure!(store.health().status == stowage::HealthStatus::Healthy, "{:?}", store.health());
+    Ok(())
+}
