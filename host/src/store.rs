@@ -278,8 +278,6 @@ impl Store {
         validate::conversation_id(conversation_id)
     }
 
-    /// Finds or creates a conversation. Idempotent: an existing conversation is
-    /// returned unchanged and `meta` is ignored.
     async fn open_now(
         &self,
         scope: &Scope,
@@ -302,7 +300,6 @@ impl Store {
         Ok(info)
     }
 
-    /// The conversation without its messages.
     async fn info_now(&self, scope: &Scope, conversation_id: &str) -> Result<ConversationInfo, Error> {
         self.check_key(scope, conversation_id)?;
         let _guard = self.inner.locks.lock(scope, conversation_id).await;
@@ -447,10 +444,6 @@ impl Store {
         Ok((ids, wit))
     }
 
-    /// Appends a batch atomically. Messages whose id is already stored keep their
-    /// original seq and are not stored again, so retrying an acknowledged append is
-    /// safe. With `expected_version`, fails with `Conflict` if another writer changed
-    /// the conversation first (unless the whole batch was already stored).
     async fn append_now(
         &self,
         scope: &Scope,
@@ -488,8 +481,6 @@ impl Store {
         Ok(AppendOutcome { ids, seqs: outcome.seqs, stored: outcome.stored, version: outcome.version })
     }
 
-    /// Replaces the whole history atomically; messages are renumbered from 1.
-    /// Returns the new version.
     async fn replace_now(
         &self,
         scope: &Scope,
@@ -517,7 +508,6 @@ impl Store {
             .map_err(convert::error_back)
     }
 
-    /// One page of messages in ascending seq order.
     async fn load_now(&self, scope: &Scope, conversation_id: &str, request: LoadRequest) -> Result<Page, Error> {
         self.check_key(scope, conversation_id)?;
         validate::limit(request.limit, &self.limits())?;
@@ -677,7 +667,6 @@ impl Store {
         Ok(())
     }
 
-    /// Removes every message after `seq`. Removing nothing is a no-op.
     async fn truncate_after_now(
         &self,
         scope: &Scope,
@@ -716,7 +705,6 @@ impl Store {
         Ok(TruncateOutcome { removed: outcome.removed, version: outcome.version })
     }
 
-    /// Removes and returns the newest message (undo); `None` when empty.
     async fn pop_last_now(&self, scope: &Scope, conversation_id: &str) -> Result<Option<Message>, Error> {
         self.check_key(scope, conversation_id)?;
         let _guard = self.inner.locks.lock(scope, conversation_id).await;
@@ -734,8 +722,6 @@ impl Store {
         Ok(Some(last))
     }
 
-    /// Deletes a conversation with its display records. Idempotent: returns whether
-    /// anything existed.
     async fn delete_now(&self, scope: &Scope, conversation_id: &str) -> Result<bool, Error> {
         self.check_key(scope, conversation_id)?;
         let _guard = self.inner.locks.lock(scope, conversation_id).await;

@@ -104,19 +104,7 @@ fn parse_block(value: &Value, field: &str) -> fields::Result<Part> {
                 None | Some(Value::Null) => String::new(),
                 Some(Value::String(s)) => s.clone(),
                 Some(Value::Array(items)) => {
-                    let mut text = String::new();
-                    for (i, item) in items.iter().enumerate() {
-                        match parse_block(item, &format!("{field}.content[{i}]"))? {
-                            Part::Text { text: t } => text.push_str(&t),
-                            _ => {
-                                return fields::fail(
-                                    &format!("{field}.content[{i}]"),
-                                    "only text is supported inside a tool result",
-                                );
-                            }
-                        }
-                    }
-                    text
+                    text_blocks(items, &format!("{field}.content"), "only text is supported inside a tool result")?
                 }
                 Some(_) => {
                     return fields::fail(&format!("{field}.content"), "expected a string or an array of text blocks");
@@ -151,6 +139,19 @@ fn parse_block(value: &Value, field: &str) -> fields::Result<Part> {
         }
         other => return fields::fail(&format!("{field}.type"), format!("unsupported content block type `{other}`")),
     })
+}
+
+/// The concatenated text of an array of text blocks; any other block is refused.
+fn text_blocks(blocks: &[Value], field: &str, refusal: &str) -> fields::Result<String> {
+    let mut text = String::new();
+    for (i, block) in blocks.iter().enumerate() {
+        let at = format!("{field}[{i}]");
+        match parse_block(block, &at)? {
+            Part::Text { text: t } => text.push_str(&t),
+            _ => return fields::fail(&at, refusal),
+        }
+    }
+    Ok(text)
 }
 
 fn derive(value: &Value, field: &str) -> fields::Result<Derived> {
@@ -244,21 +245,7 @@ pub fn parse(value: &Value) -> Result<Transcript, FieldError> {
         Some(system) => {
             let text = match system {
                 Value::String(text) => text.clone(),
-                Value::Array(blocks) => {
-                    let mut text = String::new();
-                    for (i, b) in blocks.iter().enumerate() {
-                        match parse_block(b, &format!("system[{i}]"))? {
-                            Part::Text { text: t } => text.push_str(&t),
-                            _ => {
-                                return fields::fail(
-                                    &format!("system[{i}]"),
-                                    "only text is supported in the system prompt",
-                                );
-                            }
-                        }
-                    }
-                    text
-                }
+                Value::Array(blocks) => text_blocks(blocks, "system", "only text is supported in the system prompt")?,
                 _ => return fields::fail("system", "expected a string or an array of text blocks"),
             };
             let derived = Derived { role: Role::System, parts: vec![Part::text(text)], usage: None, stop_reason: None };
