@@ -87,19 +87,20 @@ fn print_message(message: &Message) {
     };
     for part in &message.parts {
         match part {
-            Part::Text { text } => line(text.clone()),
+            Part::Text { text, .. } => line(text.clone()),
             Part::Thinking { text, signature, .. } => {
                 let signed = if signature.is_some() { "signed" } else { "unsigned" };
                 line(format!("[thinking, {signed}] {text}"))
             }
-            Part::ToolCall { id, name, arguments } => line(format!("→ {name}({arguments})  [{id}]")),
-            Part::ToolResult { call_id, content, is_error } => {
+            Part::ToolCall { id, name, arguments, .. } => line(format!("→ {name}({arguments})  [{id}]")),
+            Part::ToolResult { call_id, content, is_error, .. } => {
                 let mark = if *is_error { "✗" } else { "←" };
                 line(format!("{mark} {content}  [{call_id}]"))
             }
             Part::Media { mime_type, name, .. } => {
                 line(format!("[media {mime_type} {}]", name.as_deref().unwrap_or("")))
             }
+            Part::Provider { format, .. } => line(format!("[{format} item]")),
         }
     }
     if let Some(usage) = &message.usage {
@@ -125,7 +126,7 @@ async fn main() -> anyhow::Result<()> {
         let meta = ConversationMeta {
             agent_id: Some("travel-agent".into()),
             title: Some("Trip to Paris".into()),
-            metadata: None,
+            ..ConversationMeta::default()
         };
         store.open(&scope, CONVERSATION, meta).await?;
         let turn = the_turn()?;

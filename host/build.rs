@@ -1,11 +1,79 @@
 //! Compiles the guest adapters (guest-adapters/, a separate workspace) to
-//! wasm32-wasip2 components, once per build, into `<target>/wasm-guests`.
-//! The host embeds the shipped adapters; tests find the fixtures through
-//! `STOWAGE_GUEST_DIR`.
+//! wasm32-wasip2 components, once per build, into `<target>/wasm-guests`, then
+//! precompiles the shipped ones for the host's engine into `OUT_DIR`. The host
+//! embeds both (the component for its digest and description, the artifact to
+//! run), so a shipped adapter is never compiled at run time; tests find the
+//! fixtures through `STOWAGE_GUEST_DIR`.
+//!
+//! The build script links the same wasmtime the host does: the workspace uses
+//! resolver 1 so a crate that is both a build and a normal dependency is built
+//! once (see the workspace `Cargo.toml`).
+
+#[path = "src/adapter/engine_settings.rs"]
+mod engine_settings;
 
 use std::env;
-use std::path::PathBuf;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use sha2::{Digest, Sha256};
+
+/// The shipped adapters, by the name of their component file.
+const SHIPPED: [&str; 3] = ["sqlite", "filesystem", "null"];
+
+/// Precompiles the shipped adapters in `guest_dir` into `out_dir`: per adapter,
+/// `NAME.cwasm` (the artifact) and `NAME.sha256` (the component's digest, hex).
+/// A cross build writes empty artifacts: the runtime compiles those adapters
+/// once, as it would any other.
+fn precompile(guest_dir: &Path, out_dir: &Path) {
+    let native = env::var("TARGET").ok() == env::var("HOST").ok();
+    let engine = native
+        .then(|| wasmtime::Engine::new(&engine_settings::base_config()).expect("creating the precompiling engine"));
+    for name in SHIPPED {
+        let path = guest_dir.join(format!("stowage_adapter_{name}.wasm"));
+        let wasm = std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        let artifact = match &engine {
+            Some(engine) => {
+                engine.precompile_component(&wasm).unwrap_or_else(|e| panic!("precompiling {}: {e:#}", path.display()))
+            }
+            None => Vec::new(),
+        };
+        let digest = Sha256::digest(&wasm).iter().fold(String::new(), |mut hex, b| {
+            let _ = write!(hex, "{b:02x}");
+            hex
+        });
+        std::fs::write(out_dir.join(format!("{name}.cwasm")), artifact).expect("writing a precompiled adapter");
+        std::fs::write(out_dir.join(format!("{name}.sha256")), digest).expect("writing an adapter digest");
+    }
+    println!("cargo:rustc-env=STOWAGE_PRECOMPILED_DIR={}", out_dir.display());
+}
+
+/// Adds the wasm32-wasip2 target when it is missing. `rust-toolchain.toml`
+/// names it, but rustup only honours that when it installs the toolchain, not
+/// for one that is already there; asking here keeps `cargo run`/`cargo test`
+/// working on a fresh machine with nothing run before them.
+fn ensure_wasm_target() {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let sysroot = Command::new(&rustc).args(["--print", "sysroot"]).output().ok();
+    let installed = sysroot
+        .filter(|out| out.status.success())
+        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        .is_some_and(|root| root.join("lib/rustlib/wasm32-wasip2").is_dir());
+    if installed {
+        return;
+    }
+    let mut rustup = Command::new("rustup");
+    rustup.args(["target", "add", "wasm32-wasip2"]);
+    if let Ok(toolchain) = env::var("RUSTUP_TOOLCHAIN") {
+        rustup.args(["--toolchain", &toolchain]);
+    }
+    match rustup.status() {
+        Ok(status) if status.success() => {}
+        // The guest build below fails with rustc's own message and our hint.
+        other => println!("cargo:warning=could not add the wasm32-wasip2 target with rustup: {other:?}"),
+    }
+}
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
@@ -17,7 +85,19 @@ fn main() {
     for watched in ["wit", "guest-adapters"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
+    println!("cargo:rerun-if-env-changed=STOWAGE_PREBUILT_GUESTS");
+    println!("cargo:rerun-if-changed={}", manifest_dir.join("src/adapter/engine_settings.rs").display());
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("set by cargo"));
+    // Packagers (and a developer iterating on the host alone) may supply guests
+    // built elsewhere: the directory holding the `.wasm` files.
+    if let Some(prebuilt) = env::var_os("STOWAGE_PREBUILT_GUESTS") {
+        let prebuilt = PathBuf::from(prebuilt);
+        println!("cargo:rustc-env=STOWAGE_GUEST_DIR={}", prebuilt.display());
+        precompile(&prebuilt, &out_dir);
+        return;
+    }
 
+    ensure_wasm_target();
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(cargo);
     command
@@ -49,4 +129,5 @@ fn main() {
 
     let out = target_dir.join("wasm32-wasip2").join("release");
     println!("cargo:rustc-env=STOWAGE_GUEST_DIR={}", out.display());
+    precompile(&out, &out_dir);
 }

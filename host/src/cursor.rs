@@ -5,9 +5,9 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::cache::hex;
 use crate::error::Error;
 use crate::model::Scope;
+use crate::util::hex;
 
 /// Where a message page continues.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,7 +24,7 @@ fn tag(parts: &[&[u8]]) -> String {
         hasher.update((part.len() as u64).to_le_bytes());
         hasher.update(part);
     }
-    hex(&hasher.finalize()[..8])
+    hex::encode(&hasher.finalize()[..8])
 }
 
 pub fn encode_message(scope: &Scope, conversation_id: &str, position: MessagePosition) -> String {
@@ -61,7 +61,7 @@ pub fn decode_message(scope: &Scope, conversation_id: &str, cursor: &str) -> Res
 }
 
 pub fn encode_list(scope: &Scope, last_id: &str) -> String {
-    let id = hex(last_id.as_bytes());
+    let id = hex::encode(last_id.as_bytes());
     let tag = tag(&[b"l1", scope.tenant.as_bytes(), scope.user.as_bytes(), id.as_bytes()]);
     format!("l1.{id}.{tag}")
 }
@@ -69,14 +69,7 @@ pub fn encode_list(scope: &Scope, last_id: &str) -> String {
 pub fn decode_list(scope: &Scope, cursor: &str) -> Result<String, Error> {
     let rest = cursor.strip_prefix("l1.").ok_or(Error::InvalidCursor)?;
     let (id_hex, _) = rest.split_once('.').ok_or(Error::InvalidCursor)?;
-    if id_hex.len() % 2 != 0 || !id_hex.is_ascii() {
-        return Err(Error::InvalidCursor);
-    }
-    let bytes = (0..id_hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&id_hex[i..i + 2], 16))
-        .collect::<Result<Vec<u8>, _>>()
-        .map_err(|_| Error::InvalidCursor)?;
+    let bytes = hex::decode(id_hex).ok_or(Error::InvalidCursor)?;
     let id = String::from_utf8(bytes).map_err(|_| Error::InvalidCursor)?;
     if encode_list(scope, &id) != cursor {
         return Err(Error::InvalidCursor);

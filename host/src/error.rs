@@ -1,7 +1,13 @@
 //! Typed errors of the public API.
+//!
+//! Lower layers keep their own error types (`capability::sql::SqlFailure` at the
+//! SQL boundary, [`LoadError`] for loading); everything a [`Store`](crate::Store)
+//! call can return is an [`Error`].
 
 use std::path::PathBuf;
 use std::time::Duration;
+
+use crate::model::ToolStatus;
 
 /// Everything a [`Store`](crate::Store) call can fail with.
 ///
@@ -31,11 +37,16 @@ pub enum Error {
     Storage(String),
     /// A tool-call card cannot move from `from` to `to`.
     #[error("invalid tool status transition from {from} to {to}")]
-    InvalidTransition { from: crate::display::model::ToolStatus, to: crate::display::model::ToolStatus },
+    InvalidTransition { from: ToolStatus, to: ToolStatus },
     /// The adapter refused the operation.
     #[error("access denied: {0}")]
     AccessDenied(String),
 
+    /// A record the adapter returned failed verification: its integrity tag does
+    /// not match, it belongs to another scope, conversation or position, or it has
+    /// no tag where one is required. Names the record, never its content.
+    #[error("integrity check failed in store `{store}`, conversation `{conversation}`, {record}: {reason}")]
+    Integrity { store: String, conversation: String, record: String, reason: String },
     /// The adapter ran past its per-call deadline; its instance was discarded.
     #[error("adapter of store `{store}` exceeded its {deadline:?} deadline; the instance was discarded")]
     Timeout { store: String, deadline: Duration },
@@ -66,6 +77,9 @@ pub enum Error {
     /// The configuration is invalid.
     #[error("configuration error: {0}")]
     Config(String),
+    /// The store was closed; no further calls are accepted.
+    #[error("store `{store}` is closed")]
+    Closed { store: String },
     /// A failure inside the host itself.
     #[error("internal error: {0}")]
     Internal(String),
@@ -87,15 +101,18 @@ pub enum LoadError {
     #[error("{what} is not a WebAssembly component: {reason}")]
     NotAComponent { what: String, reason: String },
     #[error(
-        "{what} does not export `{export}`, which every Stowage adapter must export (is it built against stowage:store@0.1.0?)"
+        "{what} does not export `{export}`, which every Stowage adapter must export (this host implements \
+         stowage:store@{supported})"
     )]
-    MissingExport { what: String, export: String },
+    MissingExport { what: String, export: String, supported: &'static str },
     #[error(
         "{what} imports `{import}`, which needs the `{capability}` capability; grant it in the store's configuration"
     )]
     CapabilityNotGranted { what: String, import: String, capability: &'static str },
     #[error("{what} imports `{import}`, which Stowage does not provide to adapters")]
     UnsupportedImport { what: String, import: String },
+    #[error("{what} implements stowage:store@{version}, which cannot {needs}; use an adapter built for 0.2.0")]
+    ContractTooOld { what: String, version: &'static str, needs: String },
     #[error("compiling {what} failed: {reason}")]
     Compile { what: String, reason: String },
     #[error("{what} cannot be linked: {reason}")]

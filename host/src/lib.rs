@@ -2,9 +2,11 @@
 //! storage adapters.
 //!
 //! A [`Runtime`] owns one wasmtime engine. [`Runtime::open_store`] loads an adapter
-//! component (a built-in one or any `.wasm` implementing `stowage:store@0.1.0`),
-//! checks it against the contract and the capabilities the store grants, and
-//! returns a [`Store`]: the async conversation-store API.
+//! component (a built-in one or any `.wasm` implementing `stowage:store@0.2.0` or
+//! `@0.1.0`), checks it against the contract and the capabilities the store
+//! grants, and returns a [`Store`]: the async conversation-store API. Everything
+//! the adapter stores is encoded, tagged (and optionally sealed) by the host, and
+//! every answer is checked and verified before a caller sees it.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), stowage::Error> {
@@ -18,45 +20,54 @@
 //! let page = store.load(&scope, "chat-1", LoadRequest::latest(20)).await?;
 //! # Ok(()) }
 //! ```
+//!
+//! Layers, bottom up (no module imports one above it): `util`, `model` → `error`
+//! → `wit` (bindings), `capability`, `config`, `layout`, `integrity` → `adapter`
+//! (loader, pool, backend, checked client) → `store`, `display` → `runtime`;
+//! `interchange` converts transcripts using `model` only.
 
 mod adapter;
-mod builtin;
-mod cache;
 mod capability;
 mod config;
-mod config_file;
 mod cursor;
 mod display;
-mod engine;
 mod error;
+mod integrity;
 pub mod interchange;
+mod layout;
 mod locks;
 mod model;
 mod repair;
 mod runtime;
 mod store;
+mod util;
 mod validate;
+mod wit;
 
-pub use builtin::{Builtin, GUEST_ARTIFACT_DIR};
-#[doc(hidden)]
+pub use adapter::engine::Allocator;
+#[cfg(feature = "fault-injection")]
+pub use capability::filesystem::power_loss::{CutReport, Metadata, PowerCut, PowerLoss, PowerLossError};
+#[cfg(feature = "fault-injection")]
 pub use capability::sql::SqlFault;
-pub use config::{AdapterSource, Grants, Limits, RuntimeConfig, SqlSync, StoreConfig};
-pub use config_file::{ConfigFile, DEFAULT_CONFIG_FILE, DEFAULT_DATA_DIR};
-pub use display::model::{
-    DisplayContext, DisplayEvent, DisplayPage, DisplayRecord, SweepReport, SyntheticMessage, ToolInfo, ToolStatus,
-    ToolUpdate, content_type,
+pub use capability::{Capability, Grants};
+pub use config::{
+    AdapterSource, Builtin, ConfigFile, DEFAULT_CONFIG_FILE, DEFAULT_DATA_DIR, GUEST_ARTIFACT_DIR, Integrity,
+    Isolation, KeySource, Limits, RuntimeConfig, SqlSync, SqlTarget, StoreConfig, Untagged,
 };
 pub use display::{Display, DisplayOptions, MessageView};
-pub use engine::Allocator;
 pub use error::{Error, LoadError};
+pub use integrity::source::Rotation;
+pub use integrity::{KEY_FILE, Keyring};
 pub use model::{
-    AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, JsonText, LoadFrom, LoadRequest, MediaSource,
-    Message, NewMessage, Page, Part, Role, Scope, StopReason, Timestamp, TruncateOutcome, Usage,
+    AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, DisplayContext, DisplayEvent, DisplayPage,
+    DisplayRecord, JsonText, LoadFrom, LoadRequest, MediaSource, Message, NewMessage, OrphanPolicy, OrphanedCall, Page,
+    Part, RepairReport, Role, Scope, StopReason, SweepReport, SyntheticMessage, Timestamp, ToolInfo, ToolStatus,
+    ToolUpdate, TruncateOutcome, Usage, content_type,
 };
-pub use repair::{INTERRUPTED_RESULT, OrphanPolicy, OrphanedCall, RepairReport};
-pub use runtime::{AdapterReport, ComponentDescription, Runtime, SQL_DATABASE_FILE};
+pub use repair::INTERRUPTED_RESULT;
+pub use runtime::{AdapterReport, ComponentDescription, Runtime, rotate_keys, sql_database_path};
 pub use store::{Health, HealthStatus, Store, StoreStats, SwapReport};
 pub use validate::{MAX_ID_BYTES, MAX_SCOPE_BYTES};
 
-/// The contract version this host implements.
-pub const CONTRACT_VERSION: &str = adapter::bindings::names::CONTRACT_VERSION;
+/// The newest contract version this host implements (it also loads 0.1.0 adapters).
+pub const CONTRACT_VERSION: &str = "0.2.0";

@@ -3,39 +3,7 @@
 
 use std::collections::HashSet;
 
-use serde::{Deserialize, Serialize};
-
-use crate::model::{JsonText, Message, Part, Role};
-
-/// What a load does with tool calls that have no result anywhere after them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OrphanPolicy {
-    /// Return the history as stored (no detection).
-    #[default]
-    Keep,
-    /// Remove the orphaned tool-call parts (and assistant messages left empty).
-    Strip,
-    /// Add a synthesized tool message with an `interrupted` error result for each
-    /// orphaned call, right after the assistant turn (and its tool messages).
-    SynthesizeInterrupted,
-}
-
-/// A tool call without a result.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OrphanedCall {
-    /// Seq of the assistant message holding the call.
-    pub seq: u64,
-    pub call_id: String,
-    pub name: String,
-}
-
-/// What a load repaired (nothing is changed in storage: repairs are a view).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RepairReport {
-    pub policy: OrphanPolicy,
-    pub orphaned_calls: Vec<OrphanedCall>,
-}
+use crate::model::{JsonText, Message, OrphanPolicy, OrphanedCall, Part, Role};
 
 /// Content of a synthesized result.
 pub const INTERRUPTED_RESULT: &str = "interrupted: the agent stopped before this tool returned a result";
@@ -111,6 +79,7 @@ pub fn apply(policy: OrphanPolicy, page: Vec<Message>, orphans: &[OrphanedCall])
                         metadata: Some(JsonText::from_value(
                             &serde_json::json!({ "stowage": "synthesized", "reason": "orphaned_tool_call" }),
                         )),
+                        extra: None,
                     });
                 }
                 out.push(message);
@@ -135,6 +104,7 @@ mod tests {
             stop_reason: None,
             created_at: 0,
             metadata: None,
+            extra: None,
         }
     }
 

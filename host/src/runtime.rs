@@ -1,21 +1,27 @@
 //! The runtime: one wasmtime engine, its epoch ticker and the component cache,
-//! shared by every store of the process.
+//! shared by every store of the process; and opening stores.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use wasmtime::Engine;
-
-use crate::adapter::image::{self, AdapterImage};
-use crate::adapter::pool::{Counters, InstancePool, PoolSettings};
-use crate::cache::ComponentCache;
-use crate::capability::sql::SqlDatabase;
-use crate::config::{AdapterSource, Grants, RuntimeConfig, StoreConfig};
-use crate::engine::{self, Allocator};
-use crate::error::Error;
+use crate::adapter::cache::ComponentCache;
+use crate::adapter::client::Client;
+use crate::adapter::engine::{self, Allocator};
+use crate::adapter::loader::{self, AdapterImage, Loader};
+use crate::adapter::wasm::{Setup, WasmBackend};
+use crate::capability::{self, Grants, ImportNeed};
+use crate::config::{AdapterSource, RuntimeConfig, StoreConfig};
+use crate::error::{Error, LoadError};
+use crate::integrity::Protector;
+use crate::integrity::source::{self, Rotation};
+use crate::layout::{self, Layout};
 use crate::store::Store;
+use crate::wit::ContractVersion;
 
-/// The SQL database file inside a store's data directory.
-pub const SQL_DATABASE_FILE: &str = "stowage.sqlite3";
+/// The SQLite database of a store whose data directory is `data_dir`.
+pub fn sql_database_path(data_dir: &Path) -> PathBuf {
+    Layout::at(data_dir).private_dir().join(layout::SQL_FILE)
+}
 
 /// What loading an adapter found out about it (see [`Runtime::inspect`]).
 #[derive(Clone, Debug)]
@@ -23,6 +29,7 @@ pub struct AdapterReport {
     pub digest: String,
     pub size: usize,
     pub imports: Vec<String>,
+    pub contract_version: &'static str,
 }
 
 /// What a component declares (see [`Runtime::describe`]).
@@ -34,8 +41,17 @@ pub struct ComponentDescription {
     pub exports: Vec<String>,
     /// Capabilities its imports need (`sql`, `filesystem`), without duplicates.
     pub capabilities: Vec<&'static str>,
-    /// The `stowage:store` version of its conversation-store export, if any.
-    pub contract_version: Option<String>,
+    /// The `stowage:store` version whose exports it has, if any.
+    pub contract_version: Option<&'static str>,
+}
+
+impl ComponentDescription {
+    /// The grants its imports ask for.
+    pub fn grants(&self) -> Grants {
+        Grants::of(
+            &self.capabilities.iter().filter_map(|name| capability::Capability::from_name(name)).collect::<Vec<_>>(),
+        )
+    }
 }
 
 /// Owns the engine. Create one per process and open stores from it.
@@ -45,19 +61,32 @@ pub struct Runtime {
 }
 
 struct RuntimeInner {
-    engine: Engine,
+    loader: Arc<Loader>,
     allocator: Allocator,
-    cache: ComponentCache,
     config: RuntimeConfig,
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Error> + Send + 'static) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| Error::Internal(format!("blocking task failed: {e}")))?
+}
+
+/// Adds a fresh integrity key to the store's keyring and makes it current (old
+/// keys stay, so everything tagged before keeps verifying). Hosts pick the new
+/// key up when they reopen the store; until then they still read what it tags.
+/// Fails for keys supplied by environment or in code: rotate those at the source.
+pub fn rotate_keys(config: &StoreConfig) -> Result<Rotation, Error> {
+    let layout = Layout::prepare(&config.data_dir)?;
+    source::rotate(&config.keys, &layout.private_dir()).map_err(|e| Error::Config(format!("integrity keys: {e}")))
 }
 
 impl Runtime {
     pub fn new(config: RuntimeConfig) -> Result<Self, Error> {
         let (engine, allocator) = engine::build(&config)?;
         engine::start_ticker(&engine, config.epoch_tick)?;
-        let cache = ComponentCache::new(&engine, config.cache_dir.clone());
+        let cache = ComponentCache::new(&engine, config.cache_dir.clone(), config.max_cached_components)?;
         tracing::debug!(?allocator, cache = ?config.cache_dir, "stowage runtime ready");
-        Ok(Self { inner: Arc::new(RuntimeInner { engine, allocator, cache, config }) })
+        let loader = Arc::new(Loader { engine, cache });
+        Ok(Self { inner: Arc::new(RuntimeInner { loader, allocator, config }) })
     }
 
     /// Which instance allocator the engine uses (pooling unless unavailable).
@@ -65,42 +94,41 @@ impl Runtime {
         self.inner.allocator
     }
 
-    pub(crate) fn engine(&self) -> &Engine {
-        &self.inner.engine
-    }
-
-    pub(crate) async fn load_image(&self, source: &AdapterSource, grants: Grants) -> Result<AdapterImage, Error> {
-        let wasm = image::read_source(source)?;
-        let what = source.describe();
-        let inner = Arc::clone(&self.inner);
-        // Compiling takes tens to hundreds of milliseconds: keep it off async workers.
-        tokio::task::spawn_blocking(move || image::load(&inner.engine, &inner.cache, &wasm, what, grants))
-            .await
-            .map_err(|e| Error::Internal(format!("adapter load task failed: {e}")))?
-            .map_err(Error::from)
+    async fn load_image(&self, source: &AdapterSource, grants: Grants) -> Result<AdapterImage, Error> {
+        let (loader, source) = (Arc::clone(&self.inner.loader), source.clone());
+        blocking(move || {
+            let wasm = loader::read_source(&source)?;
+            Ok(loader.load(&wasm, source.describe(), grants)?)
+        })
+        .await
     }
 
     /// Compiles a component and lists what it imports and exports, without
     /// checking it against the contract or any grants.
     pub async fn describe(&self, source: &AdapterSource) -> Result<ComponentDescription, Error> {
-        let wasm = image::read_source(source)?;
-        let what = source.describe();
-        let inner = Arc::clone(&self.inner);
-        let d = tokio::task::spawn_blocking(move || image::describe(&inner.engine, &inner.cache, &wasm, &what))
-            .await
-            .map_err(|e| Error::Internal(format!("adapter load task failed: {e}")))??;
-        let mut capabilities: Vec<&'static str> = d.imports.iter().filter_map(|i| image::capability_of(i)).collect();
+        let (loader, source) = (Arc::clone(&self.inner.loader), source.clone());
+        let d = blocking(move || {
+            let wasm = loader::read_source(&source)?;
+            Ok(loader.describe(&wasm, &source.describe())?)
+        })
+        .await?;
+        let mut capabilities: Vec<&'static str> = d
+            .imports
+            .iter()
+            .filter_map(|i| match capability::classify(i) {
+                ImportNeed::Capability(c) => Some(c.name()),
+                _ => None,
+            })
+            .collect();
         capabilities.sort_unstable();
         capabilities.dedup();
-        let contract_version =
-            d.exports.iter().find_map(|e| e.strip_prefix("stowage:store/conversation-store@")).map(str::to_owned);
         Ok(ComponentDescription {
             digest: d.digest,
             size: d.size,
             imports: d.imports,
             exports: d.exports,
             capabilities,
-            contract_version,
+            contract_version: d.version.map(ContractVersion::as_str),
         })
     }
 
@@ -108,41 +136,55 @@ impl Runtime {
     /// imports. Fails exactly as opening a store with `grants` would.
     pub async fn inspect(&self, source: &AdapterSource, grants: Grants) -> Result<AdapterReport, Error> {
         let image = self.load_image(source, grants).await?;
-        Ok(AdapterReport { digest: image.digest, size: image.size, imports: image.imports })
+        Ok(AdapterReport {
+            digest: image.digest,
+            size: image.size,
+            imports: image.imports,
+            contract_version: image.version.as_str(),
+        })
     }
 
-    /// Opens a store: loads its adapter, checks it against the contract and the
-    /// grants, creates its data directory and one warm instance.
+    /// Opens a store: prepares its directories (host-private and adapter), loads
+    /// its adapter and checks it against the contract and the grants, reads or
+    /// creates its keys, and starts one warm instance.
     pub async fn open_store(&self, config: StoreConfig) -> Result<Store, Error> {
         config.validate(&self.inner.config)?;
-        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
-            Error::Config(format!(
-                "store `{}`: cannot create data directory {}: {e}",
-                config.name,
-                config.data_dir.display()
-            ))
-        })?;
         let image = Arc::new(self.load_image(&config.adapter, config.grants).await?);
-        let sql = config.grants.sql.then(|| {
-            Arc::new(SqlDatabase::new(
-                config.data_dir.join(SQL_DATABASE_FILE),
-                config.limits.max_sql_result_bytes,
-                std::time::Duration::from_millis(config.limits.sql_busy_timeout_ms),
-                config.sql_sync,
-            ))
-        });
-        let settings = PoolSettings {
-            store_name: config.name.clone(),
-            grants: config.grants,
-            deadline_ticks: engine::deadline_ticks(config.limits.call_timeout, self.inner.config.epoch_tick),
-            data_dir: config.data_dir.clone(),
+        let sql_server = capability::sql::server_database(&config, image.version)?;
+        if image.version < ContractVersion::V0_2 && config.integrity.seal {
+            return Err(Error::Load(LoadError::ContractTooOld {
+                what: image.what.clone(),
+                version: image.version.as_str(),
+                needs: "keep sealed records (seal = true)".into(),
+            }));
+        }
+        let (data_dir, keys) = (config.data_dir.clone(), config.keys.clone());
+        let reload_source = config.keys.clone();
+        let (layout, keyring) = blocking(move || {
+            let layout = Layout::prepare(&data_dir)?;
+            let keyring = source::load(&keys, &layout.private_dir())
+                .map_err(|e| Error::Config(format!("integrity keys: {e}")))?;
+            Ok((layout, keyring))
+        })
+        .await?;
+        let reload = source::reloader(&reload_source, &layout.private_dir());
+        let setup = Setup {
+            store: config.name.clone(),
+            loader: Arc::clone(&self.inner.loader),
+            layout,
+            isolation: config.isolation,
             limits: config.limits.clone(),
-            sql: sql.clone(),
+            deadline_ticks: engine::deadline_ticks(config.limits.call_timeout, self.inner.config.epoch_tick),
+            inline_calls: self.inner.config.inline_calls,
+            sql_sync: config.sql_sync,
+            sql_server,
+            #[cfg(feature = "fault-injection")]
+            power_loss: config.power_loss.clone(),
         };
-        let counters = Arc::new(Counters::default());
-        let pool = Arc::new(InstancePool::new(self.inner.engine.clone(), image, settings, Arc::clone(&counters)));
-        pool.warm_up().await?;
+        let backend = WasmBackend::start(setup, image).await?;
+        let protector = Arc::new(Protector::new(config.integrity, keyring).with_reload(reload));
+        let client = Client::new(backend, protector, config.name.clone(), &config.limits);
         tracing::info!(store = %config.name, adapter = %config.adapter.describe(), "store opened");
-        Ok(Store::new(config.name, pool, sql, self.clone(), counters))
+        Ok(Store::new(config.name, client, Arc::clone(&self.inner.loader), config.limits))
     }
 }

@@ -55,38 +55,18 @@ pub fn limit(limit: u32, limits: &Limits) -> Result<(), Error> {
     Ok(())
 }
 
-/// Approximate encoded size: what the adapter will have to store.
-fn encoded_size(message: &NewMessage) -> u64 {
-    let parts: usize = message
-        .parts
-        .iter()
-        .map(|p| match p {
-            Part::Text { text } => text.len(),
-            Part::Thinking { text, signature, .. } => text.len() + signature.as_ref().map_or(0, String::len),
-            Part::ToolCall { id, name, arguments } => id.len() + name.len() + arguments.len(),
-            Part::ToolResult { call_id, content, .. } => call_id.len() + content.len(),
-            Part::Media { mime_type, source, name } => {
-                mime_type.len()
-                    + name.as_ref().map_or(0, String::len)
-                    + match source {
-                        crate::model::MediaSource::Url(url) => url.len(),
-                        crate::model::MediaSource::Inline(bytes) => bytes.len(),
-                    }
-            }
-        } + 16)
-        .sum();
-    let other = message.id.as_ref().map_or(0, String::len) + message.metadata.as_ref().map_or(0, |m| m.as_str().len());
-    (parts + other + 64) as u64
-}
-
-/// Checks one message (at `index` in its batch).
-pub fn message(index: usize, message: &NewMessage, limits: &Limits) -> Result<u64, Error> {
+/// Checks one message (at `index` in its batch). Its size is checked once it is
+/// encoded (`store::history`), against the encoded bytes.
+pub fn message(index: usize, message: &NewMessage) -> Result<(), Error> {
     let at = |what: String| Error::InvalidInput(format!("message {index}: {what}"));
     if let Some(id) = &message.id {
         message_id(id).map_err(|e| at(e.to_string()))?;
     }
     if message.usage.as_ref().and_then(|u| u.cost).is_some_and(|c| !c.is_finite()) {
         return Err(at("usage cost must be a finite number".into()));
+    }
+    if let Some(extra) = &message.extra {
+        extra_object(extra).map_err(|e| at(format!("extra: {e}")))?;
     }
     for (p, part) in message.parts.iter().enumerate() {
         match part {
@@ -96,17 +76,30 @@ pub fn message(index: usize, message: &NewMessage, limits: &Limits) -> Result<u6
             Part::ToolResult { call_id, .. } if call_id.is_empty() => {
                 return Err(at(format!("part {p}: a tool result needs the id of its call")));
             }
+            Part::Provider { format, .. } if format.is_empty() || format.len() > 64 => {
+                return Err(at(format!("part {p}: a provider part needs a format name of 1 to 64 bytes")));
+            }
+            Part::Media { mime_type, .. } if mime_type == crate::adapter::wasm::CONTENT_MIME => {
+                return Err(at(format!("part {p}: the media type {mime_type} is reserved")));
+            }
             _ => {}
         }
+        if let Some(extra) = part.extra() {
+            extra_object(extra).map_err(|e| at(format!("part {p}: extra: {e}")))?;
+        }
     }
-    let size = encoded_size(message);
-    if size > limits.max_message_bytes {
-        return Err(at(format!("is about {size} bytes; the limit is {}", limits.max_message_bytes)));
-    }
-    Ok(size)
+    Ok(())
 }
 
-/// Checks a batch: count, total size, each message.
+/// Provider fields must be a JSON object keyed by format name.
+fn extra_object(extra: &crate::model::JsonText) -> Result<(), String> {
+    match extra.to_value() {
+        Ok(serde_json::Value::Object(_)) => Ok(()),
+        _ => Err("must be a JSON object keyed by format name".into()),
+    }
+}
+
+/// Checks a batch: its count and each message (sizes are checked once encoded).
 pub fn batch(messages: &[NewMessage], limits: &Limits) -> Result<(), Error> {
     if messages.len() > limits.max_batch_messages as usize {
         return Err(Error::InvalidInput(format!(
@@ -115,15 +108,8 @@ pub fn batch(messages: &[NewMessage], limits: &Limits) -> Result<(), Error> {
             messages.len()
         )));
     }
-    let mut total = 0u64;
     for (index, m) in messages.iter().enumerate() {
-        total += message(index, m, limits)?;
-    }
-    if total > limits.max_batch_bytes {
-        return Err(Error::InvalidInput(format!(
-            "the batch is about {total} bytes; the limit is {}",
-            limits.max_batch_bytes
-        )));
+        message(index, m)?;
     }
     Ok(())
 }

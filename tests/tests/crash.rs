@@ -3,40 +3,50 @@
 //! once and in order, and the store opens cleanly.
 //!
 //! The test binary plays both parts: run with `STOWAGE_CRASH_CHILD` set, the
-//! `crash_child` test below becomes the child that appends and prints `ack N`.
+//! `crash_child` test below becomes the child that appends and prints an
+//! acknowledgment after each append returns. Every round must see at least the
+//! acknowledgments it waits for before killing the child; a child that exits or
+//! stalls first fails the test with the end of its standard error.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-use std::process::{Command, Stdio};
+mod support;
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, ensure};
-use stowage::{Builtin, ConversationMeta, Message, NewMessage, Role, Scope, Store, StoreConfig};
-use stowage_tests::fresh_runtime;
+use anyhow::{Context, bail, ensure};
+use stowage::{Builtin, ConversationMeta, NewMessage, Role, Runtime, RuntimeConfig, StoreConfig};
+use stowage_tests::shared_runtime;
+use support::{all, check_contiguous, scope};
 
 const CHILD_ENV: &str = "STOWAGE_CRASH_CHILD";
 /// Marks an acknowledgment in the child's output (libtest may print on the same line).
 const ACK: &str = "STOWAGE-ACK";
-
-fn scope() -> Scope {
-    Scope::new("t", "u")
-}
+/// How long a child may take to acknowledge its next append.
+const PATIENCE: Duration = Duration::from_secs(120);
+/// Lines of the child's standard error kept for failure messages.
+const STDERR_LINES: usize = 40;
 
 fn config(adapter: &str, dir: &Path) -> anyhow::Result<StoreConfig> {
-    let builtin = Builtin::from_name(adapter).context("unknown adapter")?;
+    let builtin = Builtin::from_name(adapter).with_context(|| format!("unknown adapter {adapter}"))?;
     Ok(StoreConfig::builtin(builtin, dir))
-}
-
-async fn all(store: &Store) -> anyhow::Result<Vec<Message>> {
-    stowage_tests::all_messages(store, &scope(), "c").await
 }
 
 /// The child: append `m{N}` one message at a time, forever, acknowledging each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_child() -> anyhow::Result<()> {
     let Ok(spec) = std::env::var(CHILD_ENV) else { return Ok(()) }; // not a child: nothing to do
-    let (adapter, dir) = spec.split_once(':').context("spec is adapter:dir")?;
-    let store = fresh_runtime()?.open_store(config(adapter, Path::new(dir))?).await?;
+    let mut parts = spec.splitn(3, '\n');
+    let (Some(adapter), Some(dir), Some(cache)) = (parts.next(), parts.next(), parts.next()) else {
+        bail!("{CHILD_ENV} is adapter, data dir and cache dir, one per line: {spec:?}");
+    };
+    // Compiled adapters are cached on disk so each child starts quickly.
+    let runtime = Runtime::new(RuntimeConfig { cache_dir: Some(PathBuf::from(cache)), ..RuntimeConfig::default() })?;
+    let store = runtime.open_store(config(adapter, Path::new(dir))?).await?;
     store.open(&scope(), "c", ConversationMeta::default()).await?;
     let mut next = store.info(&scope(), "c").await?.message_count;
     loop {
@@ -50,79 +60,138 @@ async fn crash_child() -> anyhow::Result<()> {
     }
 }
 
-fn kill_child_after_acks(
-    adapter: &str,
-    dir: &Path,
-    acks_before_kill: usize,
-    acked: &mut Vec<u64>,
-) -> anyhow::Result<()> {
-    let mut child = Command::new(std::env::current_exe()?)
-        .args(["crash_child", "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, format!("{adapter}:{}", dir.display()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
-    let stdout = child.stdout.take().context("child stdout")?;
-    let started = Instant::now();
-    let mut lines = BufReader::new(stdout).lines();
-    let mut seen = 0;
-    let record = |line: &str, acked: &mut Vec<u64>| -> anyhow::Result<bool> {
-        if let Some((_, rest)) = line.split_once(ACK) {
-            acked.push(rest.split_whitespace().next().context("ack number")?.parse()?);
-            return Ok(true);
-        }
-        Ok(false)
-    };
-    for line in lines.by_ref() {
-        if record(&line?, acked)? {
-            seen += 1;
-            if seen >= acks_before_kill {
-                break;
+/// Reads a pipe line by line on a thread of its own.
+fn lines_of(pipe: impl Read + Send + 'static) -> (mpsc::Receiver<String>, JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
             }
         }
-        ensure!(started.elapsed() < Duration::from_secs(60), "the child made no progress");
+    });
+    (rx, reader)
+}
+
+/// The child's standard error, keeping the last lines.
+fn collect_stderr(pipe: impl Read + Send + 'static) -> JoinHandle<VecDeque<String>> {
+    std::thread::spawn(move || {
+        let mut last = VecDeque::with_capacity(STDERR_LINES);
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            if last.len() == STDERR_LINES {
+                last.pop_front();
+            }
+            last.push_back(line);
+        }
+        last
+    })
+}
+
+/// The acknowledged message number on `line`, if it is an acknowledgment.
+fn ack(line: &str) -> anyhow::Result<Option<u64>> {
+    match line.split_once(ACK) {
+        Some((_, rest)) => Ok(Some(rest.split_whitespace().next().context("ack number")?.parse()?)),
+        None => Ok(None),
     }
-    child.kill()?; // SIGKILL, while the child keeps appending
+}
+
+/// Kills the child and returns the end of its standard error.
+fn kill(mut child: Child, stderr: JoinHandle<VecDeque<String>>) -> anyhow::Result<String> {
+    child.kill()?; // SIGKILL
     child.wait()?;
-    // Acknowledgments printed before the kill but not yet read count too.
-    for line in lines {
-        record(&line?, acked)?;
+    let lines = stderr.join().map_err(|_| anyhow::anyhow!("the stderr reader panicked"))?;
+    Ok(lines.into_iter().collect::<Vec<_>>().join("\n"))
+}
+
+/// Starts a child, waits for `acks_before_kill` acknowledgments, SIGKILLs it
+/// mid-loop and returns every message number it acknowledged.
+fn kill_child_after_acks(adapter: &str, dir: &Path, cache: &Path, acks_before_kill: usize) -> anyhow::Result<Vec<u64>> {
+    let mut child = Command::new(std::env::current_exe()?)
+        .args(["crash_child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, format!("{adapter}\n{}\n{}", dir.display(), cache.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let (lines, reader) = lines_of(child.stdout.take().context("child stdout")?);
+    let stderr = collect_stderr(child.stderr.take().context("child stderr")?);
+    let (mut acked, mut other_output) = (Vec::new(), VecDeque::new());
+    let mut last_progress = Instant::now();
+    while acked.len() < acks_before_kill {
+        let wait = PATIENCE.saturating_sub(last_progress.elapsed());
+        match lines.recv_timeout(wait) {
+            Ok(line) => match ack(&line)? {
+                Some(n) => {
+                    acked.push(n);
+                    last_progress = Instant::now();
+                }
+                None if other_output.len() < STDERR_LINES => other_output.push_back(line),
+                None => {}
+            },
+            Err(e) => {
+                let status = child.try_wait()?;
+                let why = match (e, status) {
+                    (mpsc::RecvTimeoutError::Timeout, _) => format!("acknowledged nothing for {PATIENCE:?}"),
+                    (_, Some(status)) => format!("exited ({status})"),
+                    (_, None) => "closed its standard output".to_owned(),
+                };
+                let stderr = kill(child, stderr)?;
+                let stdout = other_output.into_iter().collect::<Vec<_>>().join("\n");
+                bail!(
+                    "the child {why} after {} of the {acks_before_kill} acknowledgments awaited.\n\
+                     its stdout began:\n{stdout}\nits stderr ends:\n{stderr}",
+                    acked.len()
+                );
+            }
+        }
     }
-    Ok(())
+    // Killed while it keeps appending.
+    kill(child, stderr)?;
+    // Acknowledgments printed before the kill but not yet read count too.
+    reader.join().map_err(|_| anyhow::anyhow!("the stdout reader panicked"))?;
+    for line in lines.try_iter() {
+        if let Some(n) = ack(&line)? {
+            acked.push(n);
+        }
+    }
+    Ok(acked)
 }
 
 async fn kill_repeatedly(adapter: &str) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let mut acked = Vec::new();
-    // Kill after varying numbers of acknowledged appends, mid-loop each time.
+    let (data, cache) = (dir.path().join("data"), dir.path().join("cache"));
+    // Everything stored before this round: acknowledged, or in flight at a kill.
+    let mut before = 0u64;
     for (round, acks) in [1usize, 7, 3, 20, 2, 13, 5, 31, 4, 9].into_iter().enumerate() {
-        kill_child_after_acks(adapter, dir.path(), acks, &mut acked)?;
-        let store = fresh_runtime()?.open_store(config(adapter, dir.path())?).await?;
-        let stored = all(&store).await?;
+        let acked = kill_child_after_acks(adapter, &data, &cache, acks)?;
+        ensure!(acked.len() >= acks, "{adapter} round {round}: only {} acknowledgments", acked.len());
         ensure!(
-            stored.iter().map(|m| m.seq).eq(1..=stored.len() as u64),
-            "{adapter} round {round}: seqs not contiguous"
+            acked.iter().copied().eq(before..before + acked.len() as u64),
+            "{adapter} round {round}: the child acknowledged {acked:?}, expected to continue from m{before}"
         );
-        let ids: Vec<String> = stored.iter().map(|m| m.id.clone()).collect();
-        let unique: std::collections::HashSet<&String> = ids.iter().collect();
-        ensure!(unique.len() == ids.len(), "{adapter} round {round}: a message is stored twice");
-        for n in &acked {
+        let store = shared_runtime()?.open_store(config(adapter, &data)?).await?;
+        let stored = all(&store, "c").await.with_context(|| format!("{adapter} round {round}: reading back"))?;
+        store.close().await;
+        check_contiguous(&stored, &format!("{adapter} round {round}"))?;
+        let ids: Vec<&str> = stored.iter().map(|m| m.id.as_str()).collect();
+        for n in 0..before + acked.len() as u64 {
             ensure!(
-                ids.get(*n as usize) == Some(&format!("m{n}")),
-                "{adapter} round {round}: acknowledged m{n} missing or out of order"
+                ids.get(n as usize) == Some(&format!("m{n}").as_str()),
+                "{adapter} round {round}: m{n} (acknowledged) is missing or out of order; stored ends {:?}",
+                &ids[ids.len().saturating_sub(4)..]
             );
         }
-        // At most the one append in flight at the kill may have landed unacknowledged.
+        // At most the one append in flight at the kill landed unacknowledged.
+        let acknowledged = before as usize + acked.len();
         ensure!(
-            ids.len() <= acked.len() + 1,
-            "{adapter} round {round}: {} stored, {} acknowledged; last stored {:?}, last acknowledged {:?}",
+            ids.len() <= acknowledged + 1,
+            "{adapter} round {round}: {} stored, {acknowledged} acknowledged; stored ends {:?}",
             ids.len(),
-            acked.len(),
-            &ids[ids.len().saturating_sub(4)..],
-            &acked[acked.len().saturating_sub(4)..]
+            &ids[ids.len().saturating_sub(4)..]
         );
-        acked.truncate(0);
-        acked.extend(0..ids.len() as u64);
+        println!("{adapter} round {round}: killed after {} acknowledgments; {} stored in all", acked.len(), ids.len());
+        before = ids.len() as u64;
     }
     Ok(())
 }

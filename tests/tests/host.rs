@@ -1,14 +1,16 @@
 //! Host behaviour that does not depend on the adapter: concurrency, the component
-//! cache, configuration checks.
+//! cache, configuration checks. Every test uses its own directories.
 
 use std::collections::HashSet;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 
-use anyhow::ensure;
+use anyhow::{Context, bail, ensure};
 use stowage::{
-    AdapterSource, Builtin, ConversationMeta, Error, LoadRequest, NewMessage, Role, Runtime, RuntimeConfig, Scope,
-    StoreConfig,
+    AdapterSource, Builtin, ConversationMeta, Error, Grants, LoadError, LoadRequest, NewMessage, Role, Runtime,
+    RuntimeConfig, Scope, StoreConfig,
 };
-use stowage_tests::shared_runtime;
+use stowage_tests::{fixture, shared_runtime};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_writers_keep_every_conversation_contiguous() -> anyhow::Result<()> {
@@ -59,28 +61,91 @@ async fn concurrent_writers_keep_every_conversation_contiguous() -> anyhow::Resu
     Ok(())
 }
 
+fn cached_runtime(cache: &Path) -> Result<Runtime, Error> {
+    Runtime::new(RuntimeConfig { cache_dir: Some(cache.to_path_buf()), ..RuntimeConfig::default() })
+}
+
+/// The one artifact in `cache` (temporary files of an interrupted write excluded).
+fn only_artifact(cache: &Path) -> anyhow::Result<PathBuf> {
+    let entries: Vec<PathBuf> = std::fs::read_dir(cache)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
+    match &entries[..] {
+        [artifact] => Ok(artifact.clone()),
+        other => bail!("one artifact expected in {}, found {other:?}", cache.display()),
+    }
+}
+
+/// (inode, mtime in ns) of a file: a rewrite (write + rename) changes the inode.
+fn identity(path: &Path) -> anyhow::Result<(u64, i64)> {
+    let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
+    Ok((meta.ino(), meta.mtime() * 1_000_000_000 + meta.mtime_nsec()))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn compiled_adapters_are_cached_on_disk_and_damaged_entries_are_rebuilt() -> anyhow::Result<()> {
+async fn compiled_adapters_are_cached_on_disk_reused_and_damaged_entries_are_rebuilt() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let cache = dir.path().join("cache");
-    let config = || RuntimeConfig { cache_dir: Some(cache.clone()), ..RuntimeConfig::default() };
-    let source = AdapterSource::Builtin(Builtin::Null);
-    Runtime::new(config())?.inspect(&source, Builtin::Null.grants()).await?;
-    let entries: Vec<_> = std::fs::read_dir(&cache)?.filter_map(Result::ok).map(|e| e.path()).collect();
-    ensure!(entries.len() == 1, "one artifact expected, found {entries:?}");
-    let artifact = &entries[0];
+    let cache = dir.path().join("cache").join("stowage");
+    // A component from a file (shipped adapters come precompiled in the binary).
+    let source = AdapterSource::File(fixture("null"));
+    let report = cached_runtime(&cache)?.inspect(&source, Grants::NONE).await?;
+    ensure!(std::fs::metadata(&cache)?.permissions().mode() & 0o777 == 0o700, "the cache dir is not owner-only");
+    let artifact = only_artifact(&cache)?;
     let name = artifact.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
-    let report = Runtime::new(config())?.inspect(&source, Builtin::Null.grants()).await?;
     ensure!(name.starts_with(&report.digest), "artifact {name} is not keyed by the component digest");
+    ensure!(std::fs::metadata(&artifact)?.permissions().mode() & 0o077 == 0, "the artifact is readable by others");
+    let written = identity(&artifact)?;
+    let bytes = std::fs::read(&artifact)?;
+
+    // A second runtime (a new engine, empty memory cache) loads the artifact
+    // instead of compiling: the file is neither rewritten nor replaced.
+    let second = cached_runtime(&cache)?;
+    let again = second.inspect(&source, Grants::NONE).await?;
+    ensure!(again.digest == report.digest);
+    ensure!(identity(&artifact)? == written, "the artifact was rewritten: the second runtime compiled again");
+    ensure!(std::fs::read(&artifact)? == bytes, "the artifact changed");
+    ensure!(only_artifact(&cache)? == artifact, "a second artifact appeared");
+
     // A damaged (or foreign) artifact is never deserialised: it is replaced.
-    let mut bytes = std::fs::read(artifact)?;
-    let last = bytes.len() - 1;
-    bytes[last] ^= 0xff;
-    std::fs::write(artifact, &bytes)?;
+    let mut damaged = bytes.clone();
+    let last = damaged.len() - 1;
+    damaged[last] ^= 0xff;
+    std::fs::write(&artifact, &damaged)?;
     let store =
-        Runtime::new(config())?.open_store(StoreConfig::builtin(Builtin::Null, dir.path().join("data"))).await?;
-    store.append(&Scope::default(), "c", vec![NewMessage::text(Role::User, "x")], None).await?;
-    ensure!(std::fs::read(artifact)? != bytes, "the damaged artifact was not rewritten");
+        cached_runtime(&cache)?.open_store(StoreConfig::new("null", source.clone(), dir.path().join("data"))).await?;
+    let meta = ConversationMeta::default();
+    store.append_creating(&Scope::default(), "c", meta, vec![NewMessage::text(Role::User, "x")]).await?;
+    ensure!(only_artifact(&cache)? == artifact, "the rebuilt artifact has another name");
+    let rebuilt = std::fs::read(&artifact)?;
+    ensure!(rebuilt != damaged && !rebuilt.is_empty(), "the damaged artifact was not rewritten");
+    // … and the rebuilt one is reused in turn.
+    let replaced = identity(&artifact)?;
+    cached_runtime(&cache)?.inspect(&source, Grants::NONE).await?;
+    ensure!(identity(&artifact)? == replaced, "the rebuilt artifact was not reused");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_dir_other_users_can_write_is_refused() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    for mode in [0o770, 0o707, 0o777] {
+        let cache = dir.path().join(format!("cache-{mode:o}"));
+        std::fs::create_dir(&cache)?;
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(mode))?;
+        match cached_runtime(&cache) {
+            Err(Error::Load(LoadError::Cache { path, reason })) => {
+                ensure!(path == cache, "names {}", path.display());
+                ensure!(reason.contains("writable by other users"), "{reason}");
+            }
+            Err(other) => bail!("mode {mode:o}: wrong error {other}"),
+            Ok(_) => bail!("a cache dir with mode {mode:o} was accepted"),
+        }
+    }
+    // Owner-only (and a group-readable one) is fine.
+    for mode in [0o700, 0o750] {
+        let cache = dir.path().join(format!("cache-{mode:o}"));
+        std::fs::create_dir(&cache)?;
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(mode))?;
+        cached_runtime(&cache).with_context(|| format!("mode {mode:o}"))?;
+    }
     Ok(())
 }
 
@@ -90,9 +155,15 @@ async fn bad_store_configuration_is_refused() -> anyhow::Result<()> {
     let runtime = shared_runtime()?;
     let mut config = StoreConfig::builtin(Builtin::Null, dir.path());
     config.limits.memory_bytes = 16 << 40;
-    ensure!(matches!(runtime.open_store(config).await, Err(Error::Config(_))), "oversized memory cap accepted");
+    match runtime.open_store(config).await {
+        Err(Error::Config(reason)) => ensure!(reason.contains("memory_bytes"), "{reason}"),
+        other => bail!("oversized memory cap accepted: {:?}", other.err()),
+    }
     let mut config = StoreConfig::builtin(Builtin::Null, dir.path());
     config.limits.instances = 0;
-    ensure!(matches!(runtime.open_store(config).await, Err(Error::Config(_))), "zero instances accepted");
+    match runtime.open_store(config).await {
+        Err(Error::Config(reason)) => ensure!(reason.contains("instances"), "{reason}"),
+        other => bail!("zero instances accepted: {:?}", other.err()),
+    }
     Ok(())
 }

@@ -1,19 +1,28 @@
-//! The null adapter: accepts every write, keeps nothing; loads come back empty.
+//! The null adapter (contract `stowage:store@0.2.0`): accepts every write, keeps
+//! nothing; reads come back empty.
 //!
 //! Useful as a sink (events without persistence), for measuring host overhead, and
-//! as the smallest complete example of the adapter contract.
+//! as the smallest complete example of the adapter contract. What each function
+//! answers:
+//!
+//! - `open`: the conversation, echoing `meta`, empty (counts 0, version 0);
+//! - `info`: `not-found` (nothing is kept);
+//! - `append`: `stored(1)`; `replace`: version 1;
+//! - `load`, `list`, display `list`, `by-tool-call-id`, `find-by-status`: empty;
+//! - `truncate-after`: nothing removed, version 0; `delete`: false;
+//! - display `insert`: `stored`; display `update`: `not-found`.
 
 wit_bindgen::generate!({
-    path: "../../wit",
+    path: "../../wit/v0.2.0",
     world: "adapter",
 });
 
 use exports::stowage::store::conversation_store::{
-    AppendOutcome, ConversationInfo, ConversationMeta, Guest as ConversationStore, Message,
-    MessageRange, Scope, StoredMessage, TruncateOutcome,
+    AppendOutcome, ConversationInfo, ConversationMeta, Guest as ConversationStore, MessageRange, Scope, StoredMessage,
+    TruncateOutcome,
 };
 use exports::stowage::store::display_store::{
-    DisplayRecord, Guest as DisplayStore, LocatedDisplayRecord, StoredDisplayRecord,
+    DisplayPosition, Guest as DisplayStore, InsertOutcome, LocatedDisplayRecord, StoredDisplayRecord,
 };
 use stowage::store::types::Error;
 
@@ -42,23 +51,16 @@ impl ConversationStore for Null {
         Err(Error::NotFound)
     }
 
-    fn append(
-        _: Scope,
-        _: String,
-        messages: Vec<Message>,
-        _: Option<u64>,
-        _: i64,
-    ) -> Result<AppendOutcome, Error> {
-        // Nothing is kept, so every batch lands at the start of an empty history.
-        let count = messages.len() as u64;
-        Ok(AppendOutcome {
-            seqs: (1..=count).collect(),
-            stored: messages.len() as u32,
-            version: 1,
-        })
+    fn update_meta(_: Scope, _: String, _: ConversationMeta) -> Result<(), Error> {
+        Err(Error::NotFound)
     }
 
-    fn replace(_: Scope, _: String, _: Vec<Message>, _: Option<u64>, _: i64) -> Result<u64, Error> {
+    fn append(_: Scope, _: String, _: Vec<StoredMessage>, _: Option<u64>, _: i64) -> Result<AppendOutcome, Error> {
+        // Nothing is kept, so every batch is "stored" into an empty history.
+        Ok(AppendOutcome::Stored(1))
+    }
+
+    fn replace(_: Scope, _: String, _: Vec<StoredMessage>, _: Option<u64>, _: i64) -> Result<u64, Error> {
         Ok(1)
     }
 
@@ -66,13 +68,7 @@ impl ConversationStore for Null {
         Ok(Vec::new())
     }
 
-    fn truncate_after(
-        _: Scope,
-        _: String,
-        _: u64,
-        _: Option<u64>,
-        _: i64,
-    ) -> Result<TruncateOutcome, Error> {
+    fn truncate_after(_: Scope, _: String, _: u64, _: Option<u64>, _: i64) -> Result<TruncateOutcome, Error> {
         Ok(TruncateOutcome { removed: 0, version: 0 })
     }
 
@@ -86,15 +82,15 @@ impl ConversationStore for Null {
 }
 
 impl DisplayStore for Null {
-    fn insert(_: Scope, _: String, records: Vec<DisplayRecord>) -> Result<Vec<u64>, Error> {
-        Ok((1..=records.len() as u64).collect())
+    fn insert(_: Scope, _: String, _: Vec<StoredDisplayRecord>) -> Result<InsertOutcome, Error> {
+        Ok(InsertOutcome::Stored)
     }
 
     fn by_tool_call_id(_: Scope, _: String, _: String) -> Result<Vec<StoredDisplayRecord>, Error> {
         Ok(Vec::new())
     }
 
-    fn update(_: Scope, _: String, _: u64, _: DisplayRecord) -> Result<(), Error> {
+    fn update(_: Scope, _: String, _: StoredDisplayRecord) -> Result<(), Error> {
         Err(Error::NotFound)
     }
 
@@ -102,7 +98,7 @@ impl DisplayStore for Null {
         Ok(Vec::new())
     }
 
-    fn find_by_status(_: Vec<String>, _: u32) -> Result<Vec<LocatedDisplayRecord>, Error> {
+    fn find_by_status(_: Vec<String>, _: Option<DisplayPosition>, _: u32) -> Result<Vec<LocatedDisplayRecord>, Error> {
         Ok(Vec::new())
     }
 }

@@ -1,78 +1,136 @@
-//! The adapter's schema and its migrations, tracked in `PRAGMA user_version`.
+//! The tables of contract 0.2.0, per dialect (migration 1).
+//!
+//! SQLite is laid out for size on disk. A message is one row of a rowid table
+//! keyed `pos = cid * 2^32 + seq`: rows sit in key order with their ~1 KiB bodies
+//! inline (a WITHOUT ROWID table would push each such row into its own overflow
+//! page), range scans are rowid ranges, and the only index is the unique
+//! (cid, id) one that makes appends idempotent. Display records are keyed the
+//! same way by a per-conversation stream id (`did`), since they may exist for a
+//! conversation that has no history. `message_count` is not stored: the contract
+//! makes it equal to `last_seq`.
+//!
+//! PostgreSQL gets the natural layout (TOAST keeps large values out of line), with
+//! every text column `COLLATE "C"` so comparing and ordering are byte-wise, as in
+//! SQLite, whatever the database's default collation.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::db::Dialect;
+use crate::db::{Db, Res};
 
-use crate::db::{self, transaction};
-use crate::stowage::store::types::Error;
-
-/// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&[&str]] = &[&[
-    "CREATE TABLE conversations (
+const SQLITE: &[&str] = &[
+    "CREATE TABLE stowage_conversations (
         cid INTEGER PRIMARY KEY,
         tenant TEXT NOT NULL,
-        user TEXT NOT NULL,
+        scope_user TEXT NOT NULL,
         id TEXT NOT NULL,
-        meta TEXT NOT NULL,
         created_at INTEGER NOT NULL,
         updated_at INTEGER NOT NULL,
-        version INTEGER NOT NULL DEFAULT 0,
-        last_seq INTEGER NOT NULL DEFAULT 0,
-        message_count INTEGER NOT NULL DEFAULT 0,
-        UNIQUE (tenant, user, id)
+        version INTEGER NOT NULL,
+        last_seq INTEGER NOT NULL,
+        meta_content BLOB NOT NULL,
+        meta_tag BLOB NOT NULL,
+        UNIQUE (tenant, scope_user, id)
     )",
-    "CREATE TABLE messages (
-        cid INTEGER NOT NULL,
-        seq INTEGER NOT NULL,
+    // pos = cid * 2^32 + seq
+    "CREATE TABLE stowage_messages (
+        pos INTEGER PRIMARY KEY,
         id TEXT NOT NULL,
-        body TEXT NOT NULL,
-        PRIMARY KEY (cid, seq),
-        UNIQUE (cid, id)
-    ) WITHOUT ROWID",
-    "CREATE TABLE display_records (
+        role INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        content BLOB NOT NULL,
+        tag BLOB NOT NULL
+    )",
+    "CREATE UNIQUE INDEX stowage_messages_id ON stowage_messages (pos >> 32, id)",
+    "CREATE TABLE stowage_display_streams (
+        did INTEGER PRIMARY KEY,
         tenant TEXT NOT NULL,
-        user TEXT NOT NULL,
+        scope_user TEXT NOT NULL,
         conversation_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
+        UNIQUE (tenant, scope_user, conversation_id)
+    )",
+    // pos = did * 2^32 + seq
+    "CREATE TABLE stowage_display_records (
+        pos INTEGER PRIMARY KEY,
+        message_id TEXT,
+        message_type TEXT NOT NULL,
+        content_type TEXT NOT NULL,
         tool_call_id TEXT,
         status TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
         body BLOB NOT NULL,
-        PRIMARY KEY (tenant, user, conversation_id, seq)
-    ) WITHOUT ROWID",
-    "CREATE INDEX display_tool_calls ON display_records (tenant, user, conversation_id, tool_call_id)",
-    "CREATE INDEX display_status ON display_records (status) WHERE status IS NOT NULL",
-]];
+        tag BLOB NOT NULL
+    )",
+    // The rowid rides along in the index, so a lookup is (tool_call_id, pos range).
+    "CREATE INDEX stowage_display_tool_calls ON stowage_display_records (tool_call_id)
+        WHERE tool_call_id IS NOT NULL",
+    "CREATE INDEX stowage_display_status ON stowage_display_records (status)
+        WHERE status IS NOT NULL",
+];
 
-static CURRENT: AtomicBool = AtomicBool::new(false);
+const POSTGRES: &[&str] = &[
+    "CREATE TABLE stowage_conversations (
+        cid BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        tenant TEXT COLLATE \"C\" NOT NULL,
+        scope_user TEXT COLLATE \"C\" NOT NULL,
+        id TEXT COLLATE \"C\" NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        version BIGINT NOT NULL,
+        last_seq BIGINT NOT NULL,
+        meta_content BYTEA NOT NULL,
+        meta_tag BYTEA NOT NULL,
+        UNIQUE (tenant, scope_user, id)
+    )",
+    "CREATE TABLE stowage_messages (
+        cid BIGINT NOT NULL,
+        seq BIGINT NOT NULL,
+        id TEXT COLLATE \"C\" NOT NULL,
+        role INTEGER NOT NULL,
+        created_at BIGINT NOT NULL,
+        content BYTEA NOT NULL,
+        tag BYTEA NOT NULL,
+        PRIMARY KEY (cid, seq),
+        UNIQUE (cid, id)
+    )",
+    "CREATE TABLE stowage_display_streams (
+        did BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        tenant TEXT COLLATE \"C\" NOT NULL,
+        scope_user TEXT COLLATE \"C\" NOT NULL,
+        conversation_id TEXT COLLATE \"C\" NOT NULL,
+        UNIQUE (tenant, scope_user, conversation_id)
+    )",
+    "CREATE TABLE stowage_display_records (
+        did BIGINT NOT NULL,
+        seq BIGINT NOT NULL,
+        message_id TEXT COLLATE \"C\",
+        message_type TEXT COLLATE \"C\" NOT NULL,
+        content_type TEXT COLLATE \"C\" NOT NULL,
+        tool_call_id TEXT COLLATE \"C\",
+        status TEXT COLLATE \"C\",
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        body BYTEA NOT NULL,
+        tag BYTEA NOT NULL,
+        PRIMARY KEY (did, seq)
+    )",
+    "CREATE INDEX stowage_display_tool_calls ON stowage_display_records (did, tool_call_id)
+        WHERE tool_call_id IS NOT NULL",
+    "CREATE INDEX stowage_display_status ON stowage_display_records (status)
+        WHERE status IS NOT NULL",
+];
 
-fn user_version() -> Result<usize, Error> {
-    let rows = db::query("PRAGMA user_version", &[])?;
-    let version = rows.first().map(|r| r.int(0)).transpose()?.unwrap_or(0);
-    usize::try_from(version).map_err(|_| Error::Storage(format!("bad schema version {version}")))
+/// The DDL of `dialect`, in order.
+pub fn tables(dialect: Dialect) -> &'static [&'static str] {
+    match dialect {
+        Dialect::Sqlite => SQLITE,
+        Dialect::Postgres => POSTGRES,
+    }
 }
 
-/// Brings the database to the latest schema, once per instance.
-pub fn ensure() -> Result<(), Error> {
-    if CURRENT.load(Ordering::Relaxed) {
-        return Ok(());
+/// Creates the 0.2.0 tables, inside the migration transaction.
+pub fn create(db: &Db) -> Res<()> {
+    for statement in tables(db.dialect()) {
+        db.execute("creating the 0.2.0 tables", statement, &[])?;
     }
-    transaction(|| {
-        let mut version = user_version()?;
-        if version > MIGRATIONS.len() {
-            return Err(Error::Storage(format!(
-                "the database has schema version {version}, newer than this adapter's {}; \
-                 use a newer adapter",
-                MIGRATIONS.len()
-            )));
-        }
-        while version < MIGRATIONS.len() {
-            for statement in MIGRATIONS[version] {
-                db::execute(statement, &[])?;
-            }
-            version += 1;
-            db::execute(&format!("PRAGMA user_version = {version}"), &[])?;
-        }
-        Ok(())
-    })?;
-    CURRENT.store(true, Ordering::Relaxed);
     Ok(())
 }

@@ -1,8 +1,18 @@
-//! Everything about running adapter components: bindings, loading, per-instance
-//! state, the instance pool and value conversions.
+//! Running adapter components: the engine and its compiled-component cache,
+//! loading (one frozen binding per contract version), instance pools under a
+//! supervisor, the backend seam, and the checked client every answer goes through.
+//!
+//! Layering inside: `loader` → `pool`/`supervisor` → `wasm` (a backend) →
+//! `client` (checks, over any backend).
 
-pub mod bindings;
-pub mod convert;
-pub mod image;
+pub mod backend;
+pub mod cache;
+pub mod client;
+pub mod engine;
+mod engine_settings;
+pub mod loader;
 pub mod pool;
+pub mod raw;
 pub mod state;
+pub mod supervisor;
+pub mod wasm;

@@ -1,70 +1,68 @@
-//! Instances of one store's adapter, and running calls on them.
+//! Instances of one adapter image, and running calls on them.
 //!
 //! Each instance lives in its own wasmtime `Store` and serves one call at a time;
-//! a store keeps up to `limits.instances` of them so distinct conversations are
+//! a pool keeps up to `limits.instances` of them so distinct conversations are
 //! served in parallel. Calls run on tokio's blocking pool (adapter code and the
 //! SQL it issues never block an async worker). A call that traps, times out or
 //! exceeds the memory cap discards its instance — its memory, and any transaction
 //! it held open, die with it — and the next call gets a fresh one.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::Semaphore;
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Trap};
-use wasmtime_wasi::{FsPerms, WasiCtx};
+use wasmtime_wasi::WasiCtx;
 
-use super::bindings::SqlAdapter;
-use super::image::AdapterImage;
+use super::loader::{AdapterImage, Pre};
 use super::state::{AdapterState, Limiter, MemoryLimitExceeded};
+use super::supervisor::{Admission, Counters, HealthSnapshot, Supervisor};
 use crate::capability::log::LogSink;
 use crate::capability::sql::{SqlDatabase, SqlSession};
-use crate::config::{Grants, Limits};
-use crate::error::Error;
+use crate::capability::{Capability, Grants, filesystem};
+use crate::config::Limits;
+use crate::error::{Error, LoadError};
+use crate::wit::{v0_1, v0_2};
+
+/// An instance's exports, per contract version.
+pub enum Bindings {
+    V0_1(v0_1::SqlAdapter),
+    V0_2(v0_2::SqlAdapter),
+}
 
 /// One live adapter instance.
 pub struct Instance {
     pub store: wasmtime::Store<AdapterState>,
-    pub bindings: SqlAdapter,
+    pub bindings: Bindings,
 }
 
-/// Counters of a store's adapter, readable through [`Store::stats`](crate::Store::stats).
-#[derive(Debug, Default)]
-pub struct Counters {
-    pub calls: AtomicU64,
-    pub errors: AtomicU64,
-    pub traps: AtomicU64,
-    pub timeouts: AtomicU64,
-    pub memory_limit_hits: AtomicU64,
-    pub instantiations: AtomicU64,
-    /// Instances created to replace one lost to a failure.
-    pub restarts: AtomicU64,
-    /// Calls refused because the adapter was unhealthy.
-    pub refused: AtomicU64,
-    pub swaps: AtomicU64,
+/// Everything needed to create instances.
+#[derive(Clone)]
+pub struct PoolSettings {
+    pub store_name: String,
+    pub grants: Grants,
+    /// Preopened at `/data` when the filesystem capability is granted.
+    pub adapter_dir: PathBuf,
+    pub limits: Limits,
+    pub deadline_ticks: u64,
+    /// Run calls on the caller's thread when the runtime allows it.
+    pub inline_calls: bool,
+    pub sql: Option<Arc<SqlDatabase>>,
+    #[cfg(feature = "fault-injection")]
+    pub power_loss: Option<filesystem::power_loss::PowerLoss>,
 }
 
-/// The adapter's health, as the supervisor sees it.
-#[derive(Debug, Default)]
-struct Supervision {
-    consecutive_failures: u32,
-    last_error: Option<String>,
-    unhealthy_since: Option<Instant>,
+/// Whether the current task may run a call on its own thread: only on a
+/// multi-thread runtime, through `block_in_place` (which hands the worker's
+/// other tasks to another thread for the call's length).
+pub(crate) fn can_block_here() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
-/// A snapshot of [`Supervision`].
-#[derive(Clone, Debug)]
-pub struct HealthSnapshot {
-    pub consecutive_failures: u32,
-    pub last_error: Option<String>,
-    /// Set while unhealthy: how long until calls are tried again.
-    pub retry_in: Option<Duration>,
-}
-
-/// One call waiting for an instance.
+/// One call waiting for an instance; gives its slot back when dropped.
 struct WaitingSlot<'a> {
     counter: &'a AtomicU32,
     /// How many were waiting before this one.
@@ -83,15 +81,18 @@ impl Drop for WaitingSlot<'_> {
     }
 }
 
-/// Everything needed to create instances.
-#[derive(Clone)]
-pub struct PoolSettings {
-    pub store_name: String,
-    pub grants: Grants,
-    pub data_dir: PathBuf,
-    pub limits: Limits,
-    pub deadline_ticks: u64,
-    pub sql: Option<Arc<SqlDatabase>>,
+/// Gives a probe admission back if the call never reached the adapter.
+struct AdmissionGuard<'a> {
+    supervisor: &'a Supervisor,
+    admission: Option<Admission>,
+}
+
+impl Drop for AdmissionGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(admission) = self.admission.take() {
+            self.supervisor.abandoned(admission);
+        }
+    }
 }
 
 pub struct InstancePool {
@@ -101,14 +102,16 @@ pub struct InstancePool {
     idle: Mutex<Vec<Instance>>,
     permits: Arc<Semaphore>,
     waiting: AtomicU32,
-    supervision: Mutex<Supervision>,
-    /// Shared by every adapter generation of a store (they survive swaps).
-    pub counters: Arc<Counters>,
+    supervisor: Supervisor,
+    /// The store's counters (a swap candidate counts into its own until adopted).
+    counters: RwLock<Arc<Counters>>,
+    closed: AtomicBool,
 }
 
 impl InstancePool {
     pub fn new(engine: Engine, image: Arc<AdapterImage>, settings: PoolSettings, counters: Arc<Counters>) -> Self {
         let permits = Arc::new(Semaphore::new(settings.limits.instances as usize));
+        let supervisor = Supervisor::new(settings.store_name.clone(), &settings.limits);
         Self {
             engine,
             image,
@@ -116,155 +119,95 @@ impl InstancePool {
             idle: Mutex::new(Vec::new()),
             permits,
             waiting: AtomicU32::new(0),
-            supervision: Mutex::new(Supervision::default()),
-            counters,
-        }
-    }
-
-    fn supervision(&self) -> std::sync::MutexGuard<'_, Supervision> {
-        match self.supervision.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
+            supervisor,
+            counters: RwLock::new(counters),
+            closed: AtomicBool::new(false),
         }
     }
 
     pub fn health(&self) -> HealthSnapshot {
-        let s = self.supervision();
-        let cooldown = Duration::from_millis(self.settings.limits.unhealthy_cooldown_ms);
-        HealthSnapshot {
-            consecutive_failures: s.consecutive_failures,
-            last_error: s.last_error.clone(),
-            retry_in: s.unhealthy_since.map(|since| cooldown.saturating_sub(since.elapsed())),
+        self.supervisor.health()
+    }
+
+    fn counters(&self) -> Arc<Counters> {
+        match self.counters.read() {
+            Ok(counters) => Arc::clone(&counters),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
         }
     }
 
-    /// Refuses calls while the adapter is unhealthy; after the cool-down one call
-    /// at a time is let through to probe it (a half-open circuit breaker).
-    fn admit(&self) -> Result<(), Error> {
-        let mut s = self.supervision();
-        let Some(since) = s.unhealthy_since else { return Ok(()) };
-        if since.elapsed() >= Duration::from_millis(self.settings.limits.unhealthy_cooldown_ms) {
-            // Probe: if it fails, the failure re-arms the breaker.
-            s.unhealthy_since = Some(Instant::now());
-            return Ok(());
-        }
-        self.counters.refused.fetch_add(1, Ordering::Relaxed);
-        Err(Error::Unhealthy {
-            store: self.settings.store_name.clone(),
-            last_error: s.last_error.clone().unwrap_or_default(),
-        })
-    }
-
-    fn record_failure(&self, error: &Error) {
-        let limits = &self.settings.limits;
-        let mut s = self.supervision();
-        s.consecutive_failures = s.consecutive_failures.saturating_add(1);
-        s.last_error = Some(error.to_string());
-        if s.consecutive_failures >= limits.restart_budget && s.unhealthy_since.is_none() {
-            tracing::error!(store = %self.settings.store_name, %error, failures = s.consecutive_failures, "adapter unhealthy: restart budget spent");
-            s.unhealthy_since = Some(Instant::now());
-        }
-    }
-
-    fn record_success(&self) {
-        let mut s = self.supervision();
-        if s.consecutive_failures > 0 || s.unhealthy_since.is_some() {
-            *s = Supervision::default();
-        }
-    }
-
-    /// Back-off before replacing an instance lost to a failure: grows with each
-    /// consecutive failure, capped.
-    fn restart_backoff(&self) -> Option<Duration> {
-        let failures = self.supervision().consecutive_failures;
-        if failures == 0 {
-            return None;
-        }
-        let limits = &self.settings.limits;
-        let ms = limits.restart_backoff_ms.saturating_mul(u64::from(failures)).min(limits.max_restart_backoff_ms);
-        Some(Duration::from_millis(ms))
-    }
-
-    /// The same pool, counting into the store's shared counters from now on (a
-    /// swap candidate is tested with counters of its own).
-    pub fn adopt_counters(self: Arc<Self>, counters: Arc<Counters>) -> Self {
-        let pool = Arc::try_unwrap(self).unwrap_or_else(|shared| Self {
-            engine: shared.engine.clone(),
-            image: Arc::clone(&shared.image),
-            settings: shared.settings.clone(),
-            idle: Mutex::new(Vec::new()),
-            permits: Arc::new(Semaphore::new(shared.settings.limits.instances as usize)),
-            waiting: AtomicU32::new(0),
-            supervision: Mutex::new(Supervision::default()),
-            counters: Arc::clone(&counters),
-        });
-        Self { counters, ..pool }
-    }
-
-    pub fn image(&self) -> &AdapterImage {
-        &self.image
-    }
-
-    pub fn settings(&self) -> &PoolSettings {
-        &self.settings
-    }
-
-    fn instantiate(&self) -> Result<Instance, Error> {
-        let settings = &self.settings;
-        let fail = |reason: String| {
-            Error::Load(crate::error::LoadError::Instantiate { what: self.image.what.clone(), reason })
+    /// Counts into `counters` from now on, after adding what was counted so far
+    /// (a swap candidate joining the store). The pool keeps its warm instances.
+    pub fn adopt_counters(&self, counters: Arc<Counters>) {
+        let mut slot = match self.counters.write() {
+            Ok(slot) => slot,
+            Err(poisoned) => poisoned.into_inner(),
         };
+        counters.absorb(&slot);
+        *slot = counters;
+    }
+
+    fn instantiate(&self, counters: &Counters) -> Result<Instance, Error> {
+        let settings = &self.settings;
+        let fail = |reason: String| Error::Load(LoadError::Instantiate { what: self.image.what.clone(), reason });
         let mut wasi = WasiCtx::builder();
         // Calls already run on a blocking thread: let WASI do file I/O in place.
         wasi.allow_blocking_current_thread(true);
-        if settings.grants.filesystem {
-            wasi.preopened_dir(&settings.data_dir, "/data", FsPerms::ReadWrite)
-                .map_err(|e| fail(format!("preopening {}: {e:#}", settings.data_dir.display())))?;
+        if settings.grants.contains(Capability::Filesystem) {
+            filesystem::preopen(&mut wasi, &settings.adapter_dir)
+                .map_err(|e| fail(format!("preopening {}: {e:#}", settings.adapter_dir.display())))?;
         }
+        #[cfg(feature = "fault-injection")]
+        let power_loss = filesystem::power_loss::attach(settings.power_loss.as_ref(), &mut wasi, &settings.adapter_dir)
+            .map_err(|e| fail(e.to_string()))?;
         let state = AdapterState {
             wasi: wasi.build(),
             table: ResourceTable::new(),
             limiter: Limiter { memory_bytes: settings.limits.memory_bytes, table_elements: 100_000 },
             log: LogSink::new(settings.store_name.clone()),
-            sql: settings.sql.clone().map(SqlSession::new),
+            sql: settings.sql.clone().map_or_else(SqlSession::ungranted, SqlSession::new),
+            #[cfg(feature = "fault-injection")]
+            power_loss,
         };
         let mut store = wasmtime::Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
         store.set_epoch_deadline(settings.deadline_ticks);
         store.epoch_deadline_trap();
-        let bindings = match self.image.pre.instantiate(&mut store) {
-            Ok(bindings) => bindings,
-            Err(err) => return Err(self.classify(err, "instantiating")),
+        let bindings = match &self.image.pre {
+            Pre::V0_1(pre) => pre.instantiate(&mut store).map(Bindings::V0_1),
+            Pre::V0_2(pre) => pre.instantiate(&mut store).map(Bindings::V0_2),
         };
-        self.counters.instantiations.fetch_add(1, Ordering::Relaxed);
+        let bindings = bindings.map_err(|err| self.classify(err, "instantiating", counters))?;
+        counters.instantiations.fetch_add(1, Ordering::Relaxed);
         Ok(Instance { store, bindings })
     }
 
     /// Turns a wasmtime failure into the public error, counting it.
-    fn classify(&self, err: wasmtime::Error, during: &str) -> Error {
+    fn classify(&self, err: wasmtime::Error, during: &str, counters: &Counters) -> Error {
         let store = self.settings.store_name.clone();
         if let Some(limit) = err.downcast_ref::<MemoryLimitExceeded>() {
-            self.counters.memory_limit_hits.fetch_add(1, Ordering::Relaxed);
+            counters.memory_limit_hits.fetch_add(1, Ordering::Relaxed);
             return Error::MemoryLimit { store, limit: limit.limit };
         }
         if let Some(Trap::Interrupt) = err.downcast_ref::<Trap>() {
-            self.counters.timeouts.fetch_add(1, Ordering::Relaxed);
+            counters.timeouts.fetch_add(1, Ordering::Relaxed);
             return Error::Timeout { store, deadline: self.settings.limits.call_timeout };
         }
-        self.counters.traps.fetch_add(1, Ordering::Relaxed);
+        counters.traps.fetch_add(1, Ordering::Relaxed);
         Error::Trap { store, message: format!("{during}: {err:#}") }
     }
 
-    /// Runs `call` on an instance. `Ok(Err(_))` results (contract errors) keep the
-    /// instance; traps, timeouts and memory-limit hits discard it.
+    /// Runs `call` on an instance. Contract errors are the call's own business
+    /// and keep the instance; traps, timeouts and memory-cap hits discard it.
     pub async fn run<R, F>(self: &Arc<Self>, call: F) -> Result<R, Error>
     where
         R: Send + 'static,
-        F: FnOnce(&SqlAdapter, &mut wasmtime::Store<AdapterState>) -> wasmtime::Result<R> + Send + 'static,
+        F: FnOnce(&mut Instance) -> wasmtime::Result<R> + Send + 'static,
     {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed { store: self.settings.store_name.clone() });
+        }
         let max_waiting = self.settings.limits.max_waiting_calls;
-        // Counted while waiting; the guard gives the slot back even if the caller
-        // stops waiting.
         let waiting = WaitingSlot::take(&self.waiting);
         if waiting.before >= max_waiting {
             return Err(Error::Overloaded {
@@ -272,86 +215,130 @@ impl InstancePool {
                 message: format!("{max_waiting} calls are already waiting for an adapter instance"),
             });
         }
-        self.admit()?;
+        let counters = self.counters();
+        let mut admission =
+            AdmissionGuard { supervisor: &self.supervisor, admission: Some(self.supervisor.admit(&counters)?) };
+        // A replacement instance waits out the back-off here, holding no permit
+        // and blocking no thread.
+        let idle_available = self.idle.lock().map(|idle| !idle.is_empty()).unwrap_or(false);
+        let restarting = match self.supervisor.backoff() {
+            Some(delay) if !idle_available => {
+                tokio::time::sleep(delay).await;
+                true
+            }
+            _ => false,
+        };
         let permit = self.permits.clone().acquire_owned().await;
         drop(waiting);
-        let permit = permit.map_err(|_| Error::Internal("instance pool closed".into()))?;
-        self.counters.calls.fetch_add(1, Ordering::Relaxed);
-
-        let pool = Arc::clone(self);
-        let joined = tokio::task::spawn_blocking(move || {
+        let permit = permit.map_err(|_| Error::Closed { store: self.settings.store_name.clone() })?;
+        counters.calls.fetch_add(1, Ordering::Relaxed);
+        let taken = admission.admission.take().unwrap_or(Admission::Normal);
+        let inline = self.settings.inline_calls && can_block_here();
+        let result = if inline {
             let _permit = permit;
-            pool.run_blocking(call)
-        })
-        .await;
-        let result = joined.map_err(|e| Error::Internal(format!("adapter call task failed: {e}")))?;
-        if result.is_err() {
-            self.counters.errors.fetch_add(1, Ordering::Relaxed);
+            tokio::task::block_in_place(|| self.run_blocking(call, taken, restarting, &counters))
+        } else {
+            let pool = Arc::clone(self);
+            let worker_counters = Arc::clone(&counters);
+            tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                pool.run_blocking(call, taken, restarting, &worker_counters)
+            })
+            .await
+            .map_err(|e| Error::Internal(format!("adapter call task failed: {e}")))?
+        };
+        let (value, commit) = match result {
+            Ok(done) => done,
+            Err(e) => {
+                counters.errors.fetch_add(1, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
+        // The instance is already free for other calls; this call's commit must
+        // be durable before it is acknowledged (group commit).
+        if let Some((db, ticket)) = commit
+            && let Err(e) = db.durability().durable(ticket, inline).await
+        {
+            counters.errors.fetch_add(1, Ordering::Relaxed);
+            return Err(Error::Storage(format!(
+                "the adapter committed, but making the commit durable failed (it may or may not survive a power \
+                 loss; retrying with the same message ids is safe): {e:?}"
+            )));
         }
-        result
+        Ok(value)
     }
 
-    fn run_blocking<R, F>(&self, call: F) -> Result<R, Error>
+    fn run_blocking<R, F>(
+        &self,
+        call: F,
+        admission: Admission,
+        restarting: bool,
+        counters: &Counters,
+    ) -> Result<(R, Option<(Arc<SqlDatabase>, u64)>), Error>
     where
-        F: FnOnce(&SqlAdapter, &mut wasmtime::Store<AdapterState>) -> wasmtime::Result<R>,
+        F: FnOnce(&mut Instance) -> wasmtime::Result<R>,
     {
         let reused = self.idle.lock().ok().and_then(|mut idle| idle.pop());
         let mut instance = match reused {
             Some(instance) => instance,
-            None => {
-                if let Some(backoff) = self.restart_backoff() {
-                    std::thread::sleep(backoff);
-                    self.counters.restarts.fetch_add(1, Ordering::Relaxed);
-                }
-                match self.instantiate() {
-                    Ok(instance) => instance,
-                    Err(error) => {
-                        self.record_failure(&error);
-                        return Err(error);
+            None => match self.instantiate(counters) {
+                Ok(instance) => {
+                    if restarting {
+                        counters.restarts.fetch_add(1, Ordering::Relaxed);
                     }
+                    instance
                 }
-            }
+                Err(error) => {
+                    self.supervisor.failure(&error, admission);
+                    return Err(error);
+                }
+            },
         };
         instance.store.data_mut().log.reset();
         instance.store.set_epoch_deadline(self.settings.deadline_ticks);
-        match call(&instance.bindings, &mut instance.store) {
+        let outcome = call(&mut instance);
+        let commit = instance.store.data_mut().sql.take_ticket();
+        match outcome {
             Ok(value) => {
-                let mut reusable = true;
-                if let Some(sql) = instance.store.data_mut().sql.as_mut() {
-                    match sql.reset() {
-                        Ok(false) => {}
-                        Ok(true) => {
-                            tracing::warn!(store = %self.settings.store_name, "adapter returned with a SQL transaction open; rolled back")
-                        }
-                        // It may still hold the write lock: never reuse it.
-                        Err(e) => {
-                            tracing::warn!(store = %self.settings.store_name, error = ?e, "rolling back an abandoned transaction failed; discarding the instance");
-                            reusable = false;
-                        }
+                // A transaction the adapter left open is rolled back; if that fails
+                // the connection may still hold the write lock: never reuse it.
+                let reusable = match instance.store.data_mut().sql.reset() {
+                    Ok(false) => true,
+                    Ok(true) => {
+                        tracing::warn!(store = %self.settings.store_name, "adapter returned with a SQL transaction open; rolled back");
+                        true
                     }
-                }
-                if reusable && let Ok(mut idle) = self.idle.lock() {
+                    Err(e) => {
+                        tracing::warn!(store = %self.settings.store_name, error = ?e, "rolling back an abandoned transaction failed; discarding the instance");
+                        false
+                    }
+                };
+                if reusable
+                    && !self.closed.load(Ordering::Acquire)
+                    && let Ok(mut idle) = self.idle.lock()
+                {
                     idle.push(instance);
                 }
-                self.record_success();
-                Ok(value)
+                self.supervisor.success();
+                Ok((value, commit))
             }
             Err(err) => {
-                let error = self.classify(err, "during the call");
+                let error = self.classify(err, "during the call", counters);
                 tracing::warn!(store = %self.settings.store_name, %error, "discarding adapter instance");
                 drop(instance);
-                self.record_failure(&error);
+                self.supervisor.failure(&error, admission);
                 Err(error)
             }
         }
     }
 
-    /// Creates one instance and returns it to the pool: surfaces instantiation
-    /// failures (a start function that traps, say) at load time.
+    /// Creates one instance and keeps it idle: surfaces instantiation failures (a
+    /// start function that traps, say) at load time.
     pub async fn warm_up(self: &Arc<Self>) -> Result<(), Error> {
         let pool = Arc::clone(self);
         tokio::task::spawn_blocking(move || {
-            let instance = pool.instantiate()?;
+            let counters = pool.counters();
+            let instance = pool.instantiate(&counters)?;
             if let Ok(mut idle) = pool.idle.lock() {
                 idle.push(instance);
             }
@@ -359,5 +346,18 @@ impl InstancePool {
         })
         .await
         .map_err(|e| Error::Internal(format!("adapter warm-up task failed: {e}")))?
+    }
+
+    /// Refuses new calls, waits for the running ones and drops every instance.
+    pub async fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let instances = self.settings.limits.instances;
+        if let Ok(all) = self.permits.acquire_many(instances).await {
+            all.forget();
+        }
+        self.permits.close();
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.clear();
+        }
     }
 }

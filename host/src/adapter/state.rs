@@ -5,9 +5,9 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::bindings::{log, sql, types};
 use crate::capability::log::LogSink;
-use crate::capability::sql::{SqlSession, Struck};
+use crate::capability::sql::SqlSession;
+use crate::wit::{v0_1, v0_2};
 
 /// The error a guest gets (as a trap) when it grows its memory past the cap.
 #[derive(Debug, thiserror::Error)]
@@ -53,8 +53,11 @@ pub struct AdapterState {
     pub table: ResourceTable,
     pub limiter: Limiter,
     pub log: LogSink,
-    /// Present only when the store grants `sql`.
-    pub sql: Option<SqlSession>,
+    /// Linked only when the store grants `sql`.
+    pub sql: SqlSession,
+    /// Tests only: the simulated disk under `/data`, if any.
+    #[cfg(feature = "fault-injection")]
+    pub power_loss: Option<crate::capability::filesystem::power_loss::PowerLoss>,
 }
 
 impl WasiView for AdapterState {
@@ -63,61 +66,5 @@ impl WasiView for AdapterState {
     }
 }
 
-impl types::Host for AdapterState {}
-
-impl log::Host for AdapterState {
-    fn log(&mut self, level: log::Level, message: String) -> wasmtime::Result<()> {
-        self.log.log(level, &message);
-        Ok(())
-    }
-}
-
-impl AdapterState {
-    /// The session, and an injected fault if one strikes this statement: the
-    /// outer error traps the adapter, the inner one is reported to it.
-    fn sql(&mut self) -> wasmtime::Result<Result<&mut SqlSession, sql::Error>> {
-        // Unreachable through linking (sql is linked only when granted); kept total.
-        let Some(session) = self.sql.as_mut() else {
-            return Ok(Err(sql::Error::AccessDenied("the sql capability is not granted".into())));
-        };
-        match session.database().strike() {
-            None => Ok(Ok(session)),
-            Some(Struck::Error(error)) => Ok(Err(error)),
-            Some(Struck::Trap) => Err(wasmtime::Error::msg("injected trap in the sql capability")),
-        }
-    }
-
-    fn sql_quiet(&mut self) -> Result<&mut SqlSession, sql::Error> {
-        self.sql.as_mut().ok_or_else(|| sql::Error::AccessDenied("the sql capability is not granted".into()))
-    }
-}
-
-impl sql::Host for AdapterState {
-    fn execute(&mut self, statement: String, params: Vec<sql::Value>) -> wasmtime::Result<Result<u64, sql::Error>> {
-        Ok(self.sql()?.and_then(|s| s.execute(&statement, &params)))
-    }
-
-    fn query(
-        &mut self,
-        statement: String,
-        params: Vec<sql::Value>,
-    ) -> wasmtime::Result<Result<sql::QueryResult, sql::Error>> {
-        Ok(self.sql()?.and_then(|s| s.query(&statement, &params)))
-    }
-
-    fn execute_batch(&mut self, statements: Vec<sql::Statement>) -> wasmtime::Result<Result<Vec<u64>, sql::Error>> {
-        Ok(self.sql()?.and_then(|s| s.execute_batch(&statements)))
-    }
-
-    fn begin(&mut self) -> wasmtime::Result<Result<(), sql::Error>> {
-        Ok(self.sql_quiet().and_then(|s| s.begin()))
-    }
-
-    fn commit(&mut self) -> wasmtime::Result<Result<(), sql::Error>> {
-        Ok(self.sql()?.and_then(|s| s.commit()))
-    }
-
-    fn rollback(&mut self) -> wasmtime::Result<Result<(), sql::Error>> {
-        Ok(self.sql_quiet().and_then(|s| s.rollback()))
-    }
-}
+impl v0_1::types::Host for AdapterState {}
+impl v0_2::types::Host for AdapterState {}

@@ -3,11 +3,24 @@
 //! Bounded so a chatty or hostile adapter cannot flood the host: messages are cut
 //! to [`MAX_MESSAGE_CHARS`] and at most [`MAX_MESSAGES_PER_CALL`] are kept per call.
 
-use crate::adapter::bindings::log::Level;
+use wasmtime::component::{HasSelf, Linker};
+
+use crate::wit::{ContractVersion, v0_1, v0_2};
 
 pub const MAX_MESSAGE_CHARS: usize = 1024;
 pub const MAX_MESSAGES_PER_CALL: u32 = 64;
 
+/// Severity of an adapter's diagnostic, whatever its contract version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// One instance's log: where its lines go, and how many this call has sent.
 pub struct LogSink {
     store: String,
     this_call: u32,
@@ -40,5 +53,42 @@ impl LogSink {
             Level::Warn => tracing::warn!(target: "stowage::adapter", %store, "{message}"),
             Level::Error => tracing::error!(target: "stowage::adapter", %store, "{message}"),
         }
+    }
+}
+
+macro_rules! level_from {
+    ($version:ident) => {
+        impl From<$version::log::Level> for Level {
+            fn from(level: $version::log::Level) -> Self {
+                match level {
+                    $version::log::Level::Trace => Level::Trace,
+                    $version::log::Level::Debug => Level::Debug,
+                    $version::log::Level::Info => Level::Info,
+                    $version::log::Level::Warn => Level::Warn,
+                    $version::log::Level::Error => Level::Error,
+                }
+            }
+        }
+
+        impl $version::log::Host for LogSink {
+            fn log(&mut self, level: $version::log::Level, message: String) {
+                LogSink::log(self, level.into(), &message);
+            }
+        }
+    };
+}
+
+level_from!(v0_1);
+level_from!(v0_2);
+
+/// Links `log` for an adapter of `version`; `get` finds the sink in the store data.
+pub fn add_to_linker<T: 'static>(
+    linker: &mut Linker<T>,
+    version: ContractVersion,
+    get: fn(&mut T) -> &mut LogSink,
+) -> wasmtime::Result<()> {
+    match version {
+        ContractVersion::V0_1 => v0_1::log::add_to_linker::<T, HasSelf<LogSink>>(linker, get),
+        ContractVersion::V0_2 => v0_2::log::add_to_linker::<T, HasSelf<LogSink>>(linker, get),
     }
 }

@@ -11,9 +11,9 @@
 
 use serde_json::{Map, Value};
 
-use super::model::{ToolInfo, ToolStatus};
 use crate::error::Error;
 use crate::model::JsonText;
+use crate::model::{ToolInfo, ToolStatus};
 
 /// Whether `update_tool_status` may move a card from `from` to `to`.
 /// `Ok(false)` means "same status: nothing to do".

@@ -2,8 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::model::{ToolStatus, content_type};
-use crate::model::{MediaSource, Message, NewMessage, Part, Role, StopReason};
+use crate::model::{MediaSource, Message, NewMessage, Part, Role, StopReason, ToolStatus, content_type};
 
 /// The parts of a message that display persistence needs.
 pub struct MessageView<'a> {
@@ -36,32 +35,37 @@ pub struct Draft {
 
 fn draft(part: &Part) -> Draft {
     let (content_type, tool_call_id, status, content) = match part {
-        Part::Text { text } => (content_type::TEXT, None, None, json!({ "text": text })),
-        Part::Thinking { text, signature, redacted } => {
+        Part::Text { text, .. } => (content_type::TEXT, None, None, json!({ "text": text })),
+        Part::Thinking { text, signature, redacted, .. } => {
             let mut c = json!({ "text": text, "redacted": redacted });
             if let Some(signature) = signature {
                 c["signature"] = json!(signature);
             }
             (content_type::THINKING, None, None, c)
         }
-        Part::ToolCall { id, name, arguments } => (
+        Part::ToolCall { id, name, arguments, .. } => (
             content_type::TOOL_CALL,
             Some(id.clone()),
             Some(ToolStatus::Pending),
             json!({ "name": name, "arguments": arguments }),
         ),
-        Part::ToolResult { call_id, content, is_error } => (
+        Part::ToolResult { call_id, content, is_error, .. } => (
             content_type::TOOL_RESULT,
             Some(call_id.clone()),
             None,
             json!({ "content": content, "is_error": is_error }),
         ),
-        Part::Media { mime_type, source, name } => {
+        Part::Media { mime_type, source, name, .. } => {
             let source = match source {
                 MediaSource::Url(url) => json!({ "url": url }),
                 MediaSource::Inline(bytes) => json!({ "inline_bytes": bytes.len() }),
             };
             (content_type::MEDIA, None, None, json!({ "mime_type": mime_type, "source": source, "name": name }))
+        }
+        Part::Provider { format, value, .. } => {
+            let value: Value = serde_json::from_str(value.as_str()).unwrap_or(Value::Null);
+            let kind = value.get("type").and_then(Value::as_str).unwrap_or("unknown").to_owned();
+            (content_type::PROVIDER, None, None, json!({ "format": format, "type": kind, "value": value }))
         }
     };
     Draft { content_type, tool_call_id, status, content, metadata: serde_json::Map::new() }

@@ -1,30 +1,61 @@
-//! Moving transcripts in and out: JSON Lines, one conversation per line, in
-//! Stowage's own format, as OpenAI Chat Completions messages, or as Anthropic
-//! Messages API messages.
+//! Moving transcripts in and out, without loss (docs/formats.md is the
+//! specification).
 //!
-//! Round trips are lossless in every format. The foreign formats carry what they
-//! can natively (roles, text, tool calls and results, images, Anthropic thinking
-//! with signatures, usage and stop reasons); each message is then derived back from
-//! those native fields, and whatever that derivation would lose (ids, timestamps,
-//! metadata, costs, OpenAI thinking, exact part order) travels in an `x_stowage`
-//! object that the providers' own tools ignore. Foreign data without `x_stowage`
-//! imports as far as it maps; what cannot be mapped is an error naming the line and
-//! the field.
+//! Five formats, as JSON Lines (one conversation per line) or as single values:
+//! Stowage's own (`stowage`), OpenAI Chat Completions messages (`openai`),
+//! Anthropic Messages (`anthropic`), OpenAI Responses input items
+//! (`openai-responses`) and Vercel AI SDK UI messages (`ai-sdk-ui`).
+//!
+//! **Lossless.** Provider JSON is read as an exact tree ([`raw`]): numbers keep
+//! their spelling, duplicate keys are refused where they matter, nothing passes
+//! through `serde_json::Value`. Each native unit maps to modelled fields plus a
+//! residue — what the fields do not derive — kept in the part's, message's or
+//! conversation's `extra` under the format's name and put back in place on
+//! export. Blocks, parts and items Stowage does not model are opaque provider
+//! parts, rendered byte for byte.
+//!
+//! **Modes.** [`Mode::Keep`] (the default) adds `x_stowage` members for what a
+//! format has no slot for (ids, timestamps, metadata, costs, and whatever a
+//! conversion from another format could not express), so
+//! `parse(render(t, Keep)) == t` for every transcript and format.
+//! [`Mode::Pure`] emits only what the provider's API accepts, and reports what
+//! it left out ([`Dropped`]).
+//!
+//! **Single values.** [`parse_message`] and [`render_messages`] convert one
+//! native value at a time (a Chat or Anthropic message, a Responses item, a
+//! UIMessage), for servers and clients that store values as they come.
 
+mod ai_sdk_ui;
 mod anthropic;
+mod compare;
+mod extension;
 mod fields;
+mod ids;
+mod keep;
+mod line;
+mod media;
 mod openai;
+mod parts;
+mod pure;
+mod raw;
+mod residue;
+mod responses;
+mod stowage;
+
+#[cfg(test)]
+mod tests;
 
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-
 pub use self::fields::FieldError;
-use crate::display::model::DisplayRecord;
+use self::fields::Path;
+pub use self::ids::{ParsedLine, assign_ids, parse_file};
+pub use self::pure::Dropped;
+use self::pure::Out;
+use self::raw::Node;
 use crate::error::Error;
-use crate::model::{ConversationMeta, JsonText, Message, NewMessage, Part, Role, StopReason, Timestamp, Usage};
+use crate::model::{ConversationMeta, DisplayRecord, Message, NewMessage};
 
 /// A transcript format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -32,14 +63,22 @@ pub enum Format {
     Stowage,
     OpenAi,
     Anthropic,
+    OpenAiResponses,
+    AiSdkUi,
 }
 
 impl Format {
+    pub const ALL: [Format; 5] =
+        [Format::Stowage, Format::OpenAi, Format::Anthropic, Format::OpenAiResponses, Format::AiSdkUi];
+
+    /// The name on the command line and in `extra` keys.
     pub fn name(self) -> &'static str {
         match self {
             Format::Stowage => "stowage",
             Format::OpenAi => "openai",
             Format::Anthropic => "anthropic",
+            Format::OpenAiResponses => "openai-responses",
+            Format::AiSdkUi => "ai-sdk-ui",
         }
     }
 }
@@ -54,19 +93,27 @@ impl FromStr for Format {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self, Error> {
-        match s {
-            "stowage" => Ok(Format::Stowage),
-            "openai" => Ok(Format::OpenAi),
-            "anthropic" => Ok(Format::Anthropic),
-            other => Err(Error::InvalidInput(format!("unknown format `{other}` (known: stowage, openai, anthropic)"))),
-        }
+        Format::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| {
+            let known: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+            Error::InvalidInput(format!("unknown format `{s}` (known: {})", known.join(", ")))
+        })
     }
+}
+
+/// How an export treats what the provider's API would not accept.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// Everything comes back, with `x_stowage` where the format has no slot.
+    #[default]
+    Keep,
+    /// Only what the provider accepts in a request; see [`Rendered::dropped`].
+    Pure,
 }
 
 /// One conversation in transit.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Transcript {
-    /// `None` when a foreign file does not say; the importer then makes one.
+    /// `None` when a foreign file does not say; [`assign_ids`] makes one.
     pub conversation_id: Option<String>,
     pub meta: ConversationMeta,
     /// In order; ids and timestamps set when they came from a store.
@@ -92,21 +139,9 @@ impl Transcript {
     }
 }
 
-impl From<Message> for NewMessage {
-    fn from(m: Message) -> Self {
-        NewMessage {
-            id: Some(m.id),
-            role: m.role,
-            parts: m.parts,
-            usage: m.usage,
-            stop_reason: m.stop_reason,
-            created_at: Some(m.created_at),
-            metadata: m.metadata,
-        }
-    }
-}
-
-/// A line of an import file that cannot be mapped.
+/// A line of an import file that cannot be mapped: its number (1-based, blank
+/// lines counted), the field (`messages[2].content[0].is_error`, `column 17`
+/// for JSON syntax, `(line)` for the line itself) and why.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}: {field}: {reason}")]
 pub struct LineError {
@@ -115,376 +150,192 @@ pub struct LineError {
     pub reason: String,
 }
 
-/// Conversation-level extension carried by the foreign formats. JSON-valued fields
-/// travel as strings: a provider file is handled as parsed JSON, which would not
-/// keep their exact text.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LineExtension {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    conversation_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    agent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    title: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    metadata: Option<String>,
-    /// Anthropic: the extension of the message exported as the top-level `system`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    system: Option<MessageExtension>,
-}
-
-fn is_default_meta(meta: &ConversationMeta) -> bool {
-    *meta == ConversationMeta::default()
-}
-
-/// Per-message extension: what the foreign format could not carry.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MessageExtension {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    created_at: Option<Timestamp>,
-    /// JSON text, as a string (see [`LineExtension`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    metadata: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    role: Option<Role>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    parts: Option<Vec<Part>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    usage: Option<Usage>,
-    /// The exact stop reason, where the format has no slot or a coarser one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    stop_reason: Option<StopReason>,
-    /// OpenAI: this message continues the previous one (a tool message with
-    /// several results is several OpenAI messages).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    continues: bool,
-}
-
-impl MessageExtension {
-    fn is_empty(&self) -> bool {
-        *self == MessageExtension::default()
+impl LineError {
+    fn at(line: usize, e: FieldError) -> Self {
+        Self { line, field: e.field, reason: e.reason }
     }
 }
 
-/// What a foreign format carried natively for one message.
-struct Derived {
-    role: Role,
-    parts: Vec<Part>,
-    usage: Option<Usage>,
-    stop_reason: Option<StopReason>,
+/// A rendered line and what a pure export left out of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rendered {
+    pub text: String,
+    pub dropped: Dropped,
 }
 
-/// The extension that makes `derived` + extension == `message`.
-fn residue(message: &NewMessage, derived: &Derived) -> MessageExtension {
-    MessageExtension {
-        id: message.id.clone(),
-        created_at: message.created_at,
-        metadata: message.metadata.as_ref().map(|m| m.as_str().to_owned()),
-        role: (derived.role != message.role).then_some(message.role),
-        parts: (derived.parts != message.parts).then(|| message.parts.clone()),
-        usage: if derived.usage != message.usage { message.usage.clone() } else { None },
-        stop_reason: if derived.stop_reason != message.stop_reason { message.stop_reason.clone() } else { None },
-        continues: false,
-    }
+/// Rendered native values and what a pure export left out of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RenderedValues {
+    pub values: Vec<String>,
+    pub dropped: Dropped,
 }
 
-fn json_text(text: Option<String>, field: &str) -> fields::Result<Option<JsonText>> {
-    text.map(|t| JsonText::parse(t).or_else(|_| fields::fail(field, "not valid JSON text"))).transpose()
-}
-
-/// `derived` completed by its extension (`field` names the message for errors).
-fn complete(derived: Derived, ext: MessageExtension, field: &str) -> fields::Result<NewMessage> {
-    Ok(NewMessage {
-        id: ext.id,
-        role: ext.role.unwrap_or(derived.role),
-        parts: ext.parts.unwrap_or(derived.parts),
-        usage: ext.usage.or(derived.usage),
-        stop_reason: ext.stop_reason.or(derived.stop_reason),
-        created_at: ext.created_at,
-        metadata: json_text(ext.metadata, &format!("{field}.x_stowage.metadata"))?,
+fn parse_json(text: &str, line: usize) -> Result<Node<'_>, LineError> {
+    Node::parse(text).map_err(|e| LineError {
+        line,
+        field: format!("column {}", e.column()),
+        reason: format!("not valid JSON: {e}"),
     })
 }
 
-/// Stowage's own line format.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StowageLine {
-    conversation_id: Option<String>,
-    #[serde(default, skip_serializing_if = "is_default_meta")]
-    meta: ConversationMeta,
-    messages: Vec<NewMessage>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    display: Vec<DisplayRecord>,
-}
-
-/// Guesses the format of one parsed line.
-pub fn detect(line: &Value) -> Format {
-    let messages = line.get("messages").and_then(Value::as_array);
-    let has = |pred: &dyn Fn(&Value) -> bool| messages.is_some_and(|m| m.iter().any(pred));
-    if line.get("conversation_id").is_some() || has(&|m| m.get("parts").is_some()) {
+/// Guesses the format of a line (docs/formats.md §1.1); `--format` is
+/// authoritative where this guesses wrong.
+fn detect(line: &Node<'_>) -> Format {
+    const ANTHROPIC_BLOCKS: &[&str] = &[
+        "tool_use",
+        "tool_result",
+        "thinking",
+        "redacted_thinking",
+        "image",
+        "document",
+        "search_result",
+        "server_tool_use",
+        "mcp_tool_use",
+        "container_upload",
+        "compaction",
+    ];
+    let Some(object) = line.as_object() else { return Format::OpenAi };
+    if object.contains("conversation_id") {
         return Format::Stowage;
     }
-    let anthropic_block = |b: &Value| {
-        matches!(
-            b.get("type").and_then(Value::as_str),
-            Some("tool_use" | "tool_result" | "thinking" | "redacted_thinking" | "image" | "document")
-        )
+    if object.contains("items") {
+        return Format::OpenAiResponses;
+    }
+    let messages: Vec<&raw::Object<'_>> =
+        object.get("messages").and_then(Node::as_array).unwrap_or(&[]).iter().filter_map(Node::as_object).collect();
+    if messages.iter().any(|m| m.contains("parts")) {
+        return Format::AiSdkUi;
+    }
+    let anthropic_message = |m: &&raw::Object<'_>| {
+        ["stop_reason", "usage", "stop_sequence"].iter().any(|k| m.contains(k))
+            || m.get("type").and_then(Node::as_str).and_then(std::result::Result::ok).as_deref() == Some("message")
     };
-    if line.get("system").is_some()
-        || has(&|m| m.get("content").and_then(Value::as_array).is_some_and(|c| c.iter().any(anthropic_block)))
-    {
+    let anthropic_block = |b: &Node<'_>| {
+        let kind = fields::type_of(b);
+        let kind = kind.as_deref().unwrap_or("");
+        ANTHROPIC_BLOCKS.contains(&kind)
+            || kind.ends_with("_tool_result")
+            || b.as_object().is_some_and(|o| o.contains("cache_control") || o.contains("citations"))
+    };
+    let blocks = messages.iter().filter_map(|m| m.get("content")).filter_map(Node::as_array).flatten();
+    if object.contains("system") || messages.iter().any(anthropic_message) || blocks.clone().any(anthropic_block) {
         return Format::Anthropic;
     }
     Format::OpenAi
 }
 
-fn line_error(line: usize, e: FieldError) -> LineError {
-    LineError { line, field: e.field, reason: e.reason }
-}
-
-/// Parses one line (1-based `line` for messages); `format` `None` auto-detects.
+/// Parses one line (`line` is its 1-based number, for errors); `format: None`
+/// detects it. Nothing is lost: see the module documentation.
 pub fn parse_line(format: Option<Format>, line: usize, text: &str) -> Result<(Format, Transcript), LineError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| LineError {
-        line,
-        field: format!("column {}", e.column()),
-        reason: format!("not valid JSON: {e}"),
-    })?;
-    if !value.is_object() {
+    let node = parse_json(text, line)?;
+    if node.as_object().is_none() {
         return Err(LineError { line, field: "(line)".into(), reason: "expected a JSON object per line".into() });
     }
-    let format = format.unwrap_or_else(|| detect(&value));
+    let format = format.unwrap_or_else(|| detect(&node));
     let transcript = match format {
-        Format::Stowage => {
-            let l: StowageLine = fields::typed_str(text, "(line)").map_err(|e| line_error(line, e))?;
-            Transcript { conversation_id: l.conversation_id, meta: l.meta, messages: l.messages, display: l.display }
-        }
-        Format::OpenAi => openai::parse(&value).map_err(|e| line_error(line, e))?,
-        Format::Anthropic => anthropic::parse(&value).map_err(|e| line_error(line, e))?,
-    };
+        Format::Stowage => stowage::parse_line(&node, text),
+        Format::OpenAi => openai::parse_line(&node),
+        Format::Anthropic => anthropic::parse_line(&node),
+        Format::OpenAiResponses => responses::parse_line(&node),
+        Format::AiSdkUi => ai_sdk_ui::parse_line(&node),
+    }
+    .map_err(|e| LineError::at(line, e))?;
     Ok((format, transcript))
 }
 
-/// Parses JSON Lines of Stowage messages (one `NewMessage` per line, blank lines
-/// skipped); the first bad line is an error naming the line and field.
+/// Renders one line (no trailing newline). `Mode::Pure` is refused for the
+/// `stowage` format, which has no provider to be pure for.
+pub fn render_line(format: Format, transcript: &Transcript, mode: Mode) -> Result<Rendered, Error> {
+    let mut out = Out::new(mode == Mode::Pure);
+    let node = match format {
+        Format::Stowage => {
+            refuse_pure(mode)?;
+            return Ok(Rendered { text: stowage::render_line(transcript)?, dropped: Dropped::default() });
+        }
+        Format::OpenAi => openai::render_line(transcript, &mut out),
+        Format::Anthropic => anthropic::render_line(transcript, &mut out),
+        Format::OpenAiResponses => responses::render_line(transcript, &mut out),
+        Format::AiSdkUi => ai_sdk_ui::render_line(transcript, &mut out),
+    };
+    Ok(Rendered { text: node.to_text(), dropped: out.dropped })
+}
+
+fn refuse_pure(mode: Mode) -> Result<(), Error> {
+    match mode {
+        Mode::Pure => Err(Error::InvalidInput("pure export applies to provider formats, not `stowage`".into())),
+        Mode::Keep => Ok(()),
+    }
+}
+
+/// Converts one native value: a Chat Completions message (`openai`), an
+/// Anthropic message, a Responses input item, a `UIMessage` (`ai-sdk-ui`) or a
+/// Stowage message. A UIMessage can hold several Stowage messages (each step,
+/// and the tool results of each step), hence the `Vec`; every other value is
+/// one message. Values carry their residues and honour `x_stowage` exactly as
+/// lines do; grouping across values (consecutive Chat tool messages, runs of
+/// Responses items) is the caller's: each value here is its own message.
+pub fn parse_message(format: Format, text: &str) -> Result<Vec<NewMessage>, FieldError> {
+    let node = Node::parse(text).map_err(|e| Path::root().error(format!("not valid JSON: {e}")))?;
+    Ok(match format {
+        Format::Stowage => vec![stowage::parse_message(&node, text)?],
+        Format::OpenAi => vec![keep::parse_one(&node, openai::parse_group)?],
+        Format::Anthropic => vec![keep::parse_one(&node, anthropic::parse_group)?],
+        Format::OpenAiResponses => vec![keep::parse_one(&node, responses::parse_group)?],
+        Format::AiSdkUi => ai_sdk_ui::parse_value(&node)?,
+    })
+}
+
+/// Renders messages as native values (JSON texts): Chat messages (a tool
+/// message gives one per result), Anthropic messages (every role as a message:
+/// the `system` prompt exists only on lines), Responses items, UIMessages (one
+/// per user or system message, one per run of assistant and tool messages) or
+/// Stowage messages. Keep mode adds `x_stowage` to the values as lines do.
+/// Takes stored [`Message`]s or [`NewMessage`]s.
+pub fn render_messages<M: Clone + Into<NewMessage>>(
+    format: Format,
+    messages: &[M],
+    mode: Mode,
+) -> Result<RenderedValues, Error> {
+    let messages: Vec<NewMessage> = messages.iter().cloned().map(Into::into).collect();
+    let mut out = Out::new(mode == Mode::Pure);
+    let units = match format {
+        Format::Stowage => {
+            refuse_pure(mode)?;
+            let values = messages.iter().map(stowage::render_message).collect::<Result<_, _>>()?;
+            return Ok(RenderedValues { values, dropped: Dropped::default() });
+        }
+        Format::OpenAi => openai::render_units(&messages, &mut out),
+        Format::Anthropic => anthropic::render_units(&messages, &mut out),
+        Format::OpenAiResponses => responses::render_units(&messages, &mut out),
+        Format::AiSdkUi => ai_sdk_ui::render_units(&messages, &mut out),
+    };
+    Ok(RenderedValues { values: units.iter().map(Node::to_text).collect(), dropped: out.dropped })
+}
+
+/// Parses JSON Lines of Stowage messages (one `NewMessage` per line, blank
+/// lines skipped); the first bad line is an error naming the line and field.
 pub fn parse_messages(text: &str) -> Result<Vec<NewMessage>, LineError> {
     let mut messages = Vec::new();
     for (index, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let value: Value = serde_json::from_str(line).map_err(|e| LineError {
-            line: index + 1,
-            field: format!("column {}", e.column()),
-            reason: format!("not valid JSON: {e}"),
-        })?;
-        if !value.is_object() {
+        let node = parse_json(line, index + 1)?;
+        if node.as_object().is_none() {
             return Err(LineError {
                 line: index + 1,
                 field: "(line)".into(),
                 reason: "expected a message object".into(),
             });
         }
-        messages.push(fields::typed_str(line, "(line)").map_err(|e| line_error(index + 1, e))?);
+        messages.push(stowage::parse_message(&node, line).map_err(|e| LineError::at(index + 1, e))?);
     }
     Ok(messages)
 }
 
-/// Renders one line (no trailing newline).
-pub fn render_line(format: Format, transcript: &Transcript) -> Result<String, Error> {
-    let value = match format {
-        // Straight to text: JSON-valued fields are embedded verbatim.
-        Format::Stowage => {
-            let line = StowageLine {
-                conversation_id: transcript.conversation_id.clone(),
-                meta: transcript.meta.clone(),
-                messages: transcript.messages.clone(),
-                display: transcript.display.clone(),
-            };
-            return serde_json::to_string(&line).map_err(|e| Error::Internal(format!("encoding a transcript: {e}")));
-        }
-        Format::OpenAi => openai::render(transcript)?,
-        Format::Anthropic => anthropic::render(transcript)?,
-    };
-    serde_json::to_string(&value).map_err(|e| Error::Internal(format!("encoding a transcript: {e}")))
-}
-
-fn line_extension(transcript: &Transcript, system: Option<MessageExtension>) -> Option<Value> {
-    let meta = &transcript.meta;
-    let ext = LineExtension {
-        conversation_id: transcript.conversation_id.clone(),
-        agent_id: meta.agent_id.clone(),
-        title: meta.title.clone(),
-        metadata: meta.metadata.as_ref().map(|m| m.as_str().to_owned()),
-        system,
-    };
-    (ext != LineExtension::default()).then(|| json!(ext))
-}
-
-/// The line extension, and the conversation it describes.
-fn parse_line_extension(value: &Value) -> fields::Result<(LineExtension, Option<String>, ConversationMeta)> {
-    let ext: LineExtension = match value.get("x_stowage") {
-        None | Some(Value::Null) => LineExtension::default(),
-        Some(ext) => fields::typed(ext, "x_stowage")?,
-    };
-    let meta = ConversationMeta {
-        agent_id: ext.agent_id.clone(),
-        title: ext.title.clone(),
-        metadata: json_text(ext.metadata.clone(), "x_stowage.metadata")?,
-    };
-    let id = ext.conversation_id.clone();
-    Ok((ext, id, meta))
-}
-
-fn parse_message_extension(message: &Value, field: &str) -> fields::Result<MessageExtension> {
-    match message.get("x_stowage") {
-        None | Some(Value::Null) => Ok(MessageExtension::default()),
-        Some(ext) => fields::typed(ext, &format!("{field}.x_stowage")),
-    }
-}
-
-fn attach(mut message: Value, ext: &MessageExtension) -> Value {
-    if !ext.is_empty()
-        && let Some(map) = message.as_object_mut()
-    {
-        map.insert("x_stowage".into(), json!(ext));
-    }
-    message
-}
-
-/// `data:<mime>;base64,<data>` for inline media in formats that take URLs.
-fn data_url(mime: &str, bytes: &[u8]) -> String {
-    use base64::Engine;
-    format!("data:{mime};base64,{}", base64::engine::general_purpose::STANDARD.encode(bytes))
-}
-
-fn decode_base64(data: &str, field: &str) -> fields::Result<Vec<u8>> {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD
-        .decode(data)
-        .or_else(|e| fields::fail(field, format!("invalid base64: {e}")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::MediaSource;
-
-    fn rich() -> Result<Transcript, Error> {
-        let meta = ConversationMeta {
-            agent_id: Some("a".into()),
-            title: Some("T".into()),
-            metadata: Some(JsonText::parse("{\"k\": 1}")?),
-        };
-        let messages = vec![
-            NewMessage::text(Role::System, "be brief").with_id("s").with_created_at(1),
-            NewMessage::new(Role::Developer, vec![Part::text("dev note")]).with_id("d").with_created_at(2),
-            NewMessage::new(
-                Role::User,
-                vec![
-                    Part::text("look"),
-                    Part::Media {
-                        mime_type: "image/png".into(),
-                        source: MediaSource::Inline(vec![0, 1, 255]),
-                        name: None,
-                    },
-                    Part::Media {
-                        mime_type: "image/jpeg".into(),
-                        source: MediaSource::Url("https://x/y.jpg".into()),
-                        name: Some("y".into()),
-                    },
-                ],
-            )
-            .with_id("u")
-            .with_created_at(3),
-            NewMessage::new(
-                Role::Assistant,
-                vec![
-                    Part::thinking("hmm", Some("sig==".into())),
-                    Part::Thinking { text: "opaque".into(), signature: None, redacted: true },
-                    Part::text("calling"),
-                    Part::tool_call("c1", "f", r#"{"a":1,"b":[true,null]}"#),
-                    Part::tool_call("c2", "g", "{not json"),
-                    Part::text("after the calls"),
-                ],
-            )
-            .with_id("a1")
-            .with_created_at(4)
-            .with_usage(Usage { input_tokens: 10, output_tokens: 5, cached_tokens: 2, cost: Some(0.5) })
-            .with_stop_reason(StopReason::ToolUse)
-            .with_metadata(JsonText::parse("{\"model\": \"m\"}")?),
-            NewMessage::new(
-                Role::Tool,
-                vec![Part::tool_result("c1", "ok", false), Part::tool_result("c2", "bad args", true)],
-            )
-            .with_id("t1")
-            .with_created_at(5),
-            NewMessage::text(Role::Assistant, "done")
-                .with_id("a2")
-                .with_created_at(6)
-                .with_stop_reason(StopReason::Other("pause_turn".into()))
-                .with_usage(Usage { input_tokens: 1, output_tokens: 1, cached_tokens: 0, cost: None }),
-            NewMessage::text(Role::System, "late system note").with_id("s2").with_created_at(7),
-        ];
-        Ok(Transcript { conversation_id: Some("conv".into()), meta, messages, display: vec![] })
-    }
-
-    #[test]
-    fn every_format_round_trips_losslessly_and_is_detected() -> Result<(), Box<dyn std::error::Error>> {
-        let original = rich()?;
-        for format in [Format::Stowage, Format::OpenAi, Format::Anthropic] {
-            let line = render_line(format, &original)?;
-            let (detected, back) = parse_line(None, 1, &line)?;
-            assert_eq!(detected, format, "detection of {format}");
-            assert_eq!(back, original, "{format} round trip; line: {line}");
-        }
-        Ok(())
-    }
-
-    #[test]
-    fn plain_provider_data_maps_without_extensions() -> Result<(), Box<dyn std::error::Error>> {
-        let openai = r#"{"messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"r"}]}"#;
-        let (format, t) = parse_line(None, 1, openai)?;
-        assert_eq!(format, Format::OpenAi);
-        assert_eq!(t.messages.len(), 4);
-        assert_eq!(t.messages[2].parts, vec![Part::tool_call("c", "f", "{}")]);
-        assert_eq!(t.messages[3].role, Role::Tool);
-        let anthropic = r#"{"system":"s","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"x"},{"type":"tool_use","id":"c","name":"f","input":{"q":"a"}}],"stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":4}},{"role":"user","content":[{"type":"tool_result","tool_use_id":"c","content":"r"}]}]}"#;
-        let (format, t) = parse_line(None, 1, anthropic)?;
-        assert_eq!(format, Format::Anthropic);
-        assert_eq!(t.messages[0].role, Role::System);
-        assert_eq!(t.messages[2].stop_reason, Some(StopReason::ToolUse));
-        assert_eq!(t.messages[2].parts[1], Part::tool_call("c", "f", r#"{"q":"a"}"#));
-        assert_eq!(t.messages[3].role, Role::Tool);
-        Ok(())
-    }
-
-    #[test]
-    fn unmappable_input_names_the_line_and_field() {
-        let cases = [
-            (r#"{"messages":[{"role":"function","content":"x"}]}"#, "messages[0].role"),
-            (
-                r#"{"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":{}}}]}]}"#,
-                "messages[0].tool_calls[0].function.arguments",
-            ),
-            (
-                r#"{"system":"s","messages":[{"role":"user","content":[{"type":"audio"}]}]}"#,
-                "messages[0].content[0].type",
-            ),
-            (r#"{"conversation_id":"c","messages":[{"role":"robot","parts":[]}]}"#, "messages[0].role"),
-            ("{not json", "column"),
-        ];
-        for (text, field) in cases {
-            match parse_line(None, 7, text) {
-                Err(e) => {
-                    assert_eq!(e.line, 7);
-                    assert!(e.field.starts_with(field), "{text}: field {:?}, want {field:?} ({})", e.field, e.reason);
-                }
-                Ok(t) => panic!("{text} parsed: {t:?}"),
-            }
-        }
-    }
+/// Whether two JSON texts hold the same value: objects compared member-wise
+/// ignoring order, strings by value, numbers by exact decimal value (`1.50` and
+/// `15e-1` are equal, `-0` and `0` are not). What "lossless" means here.
+pub fn json_equivalent(a: &str, b: &str) -> bool {
+    compare::equivalent_text(a, b)
 }

@@ -1,33 +1,55 @@
-//! Test fixture: an adapter that misbehaves on request. `open` picks the behaviour
-//! from the conversation id:
+//! Test fixture (contract `stowage:store@0.2.0`): an adapter that misbehaves on
+//! request. `open` picks the behaviour from the conversation id:
 //!
 //! - `loop`: spins forever (the host's deadline must stop it);
 //! - `memory-bomb`: allocates until memory runs out (the host's cap must stop it);
 //! - `trap`: panics;
-//! - `escape:<host path>`: tries to read `<host path>` and other places outside its
-//!   data directory (including its sibling `secret.txt`), to read the environment and arguments and to open a socket;
-//!   fails with `access-denied(report)` when everything was refused and with
-//!   `storage("ESCAPED: …")` when anything got through;
+//! - `escape:<host path>` or `escape:<host path>|<sibling database>`: tries to get
+//!   out of its data directory, and reports every attempt:
+//!   - with Rust std: reads and lists `<host path>` and other places outside
+//!     `/data` (its sibling `secret.txt`, `/etc/passwd`, `/`), reads the
+//!     environment and arguments, opens a TCP connection;
+//!   - with raw WASI calls on the `/data` preopen: creates symlinks in `/data`
+//!     pointing outside (relative `../..` targets, the absolute `<host path>`,
+//!     `/etc/passwd`, and `<sibling database>`, another store's database, by
+//!     default `../sibling/stowage.sqlite3`) and one placed outside `/data`,
+//!     follows every symlink it made; creates hard links (of its own file, inside
+//!     and outside `/data`, of files outside, of `/data/stowage.sqlite3`); and
+//!     replaces `/data/stowage.sqlite3` (the host's database file name) with a
+//!     symlink to `<sibling database>`, `../..` and `<host path>`. A real SQLite
+//!     database found at `/data/stowage.sqlite3` counts as an escape. Whatever
+//!     it creates it removes again, and a database it moved aside it puts back;
+//!
+//!   it fails with `access-denied(<every refusal>)` when everything was refused,
+//!   and with `storage("ESCAPED: <what got through> | refused: <the rest>")` when
+//!   anything got through;
 //! - anything else: succeeds, reporting in `message-count` how many calls this
 //!   instance has served (so tests can tell a fresh instance from a reused one).
 //!
 //! Every other function fails with `unsupported`.
 
 wit_bindgen::generate!({
-    path: "../../../wit",
+    path: "../../../wit/v0.2.0",
     world: "adapter",
 });
+
+mod escape;
+mod links;
+mod report;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use exports::stowage::store::conversation_store::{
-    AppendOutcome, ConversationInfo, ConversationMeta, Guest as ConversationStore, Message,
-    MessageRange, Scope, StoredMessage, TruncateOutcome,
+    AppendOutcome, ConversationInfo, ConversationMeta, Guest as ConversationStore, MessageRange, Scope, StoredMessage,
+    TruncateOutcome,
 };
 use exports::stowage::store::display_store::{
-    DisplayRecord, Guest as DisplayStore, LocatedDisplayRecord, StoredDisplayRecord,
+    DisplayPosition, Guest as DisplayStore, InsertOutcome, LocatedDisplayRecord, StoredDisplayRecord,
 };
 use stowage::store::types::Error;
+
+/// Symlink target naming another store's database when the id names none.
+const DEFAULT_SIBLING_DATABASE: &str = "../sibling/stowage.sqlite3";
 
 static CALLS: AtomicU64 = AtomicU64::new(0);
 
@@ -35,43 +57,13 @@ fn unsupported<T>() -> Result<T, Error> {
     Err(Error::Unsupported("hostile test adapter".to_owned()))
 }
 
-fn escape_attempts(host_path: &str) -> Result<ConversationInfo, Error> {
-    let mut escaped = Vec::new();
-    let mut refused = Vec::new();
-    let targets = [
-        host_path.to_owned(),
-        format!("/data/../{}", host_path.trim_start_matches('/')),
-        "/data/../secret.txt".to_owned(),
-        "/data/../../../../etc/passwd".to_owned(),
-        "/etc/passwd".to_owned(),
-        "../etc/passwd".to_owned(),
-        "/".to_owned(),
-    ];
-    for target in &targets {
-        match std::fs::read(target) {
-            Ok(_) => escaped.push(format!("read {target}")),
-            Err(e) => refused.push(format!("read {target}: {e}")),
-        }
-        match std::fs::read_dir(target) {
-            Ok(_) => escaped.push(format!("listed {target}")),
-            Err(e) => refused.push(format!("list {target}: {e}")),
-        }
-    }
-    if std::env::vars().count() > 0 {
-        escaped.push("environment variables are visible".to_owned());
-    }
-    if std::env::args().count() > 0 {
-        escaped.push("arguments are visible".to_owned());
-    }
-    match std::net::TcpStream::connect("127.0.0.1:9") {
-        Ok(_) => escaped.push("opened a TCP connection".to_owned()),
-        Err(e) => refused.push(format!("tcp connect: {e}")),
-    }
-    if escaped.is_empty() {
-        Err(Error::AccessDenied(refused.join("; ")))
-    } else {
-        Err(Error::Storage(format!("ESCAPED: {}", escaped.join("; "))))
-    }
+/// Runs every escape attempt; never succeeds.
+fn escape(target: &str) -> Error {
+    let (host_path, sibling_database) = target.split_once('|').unwrap_or((target, DEFAULT_SIBLING_DATABASE));
+    let mut report = report::Report::default();
+    escape::std_attempts(&mut report, host_path);
+    links::link_attempts(&mut report, host_path, sibling_database);
+    report.into_error()
 }
 
 struct Hostile;
@@ -96,7 +88,7 @@ impl ConversationStore for Hostile {
                 }
             }
             "trap" => panic!("hostile adapter trapped on purpose"),
-            id if id.starts_with("escape:") => escape_attempts(&id["escape:".len()..]),
+            id if id.starts_with("escape:") => Err(escape(&id["escape:".len()..])),
             _ => Ok(ConversationInfo {
                 id: conversation_id,
                 scope,
@@ -113,10 +105,13 @@ impl ConversationStore for Hostile {
     fn info(_: Scope, _: String) -> Result<ConversationInfo, Error> {
         unsupported()
     }
-    fn append(_: Scope, _: String, _: Vec<Message>, _: Option<u64>, _: i64) -> Result<AppendOutcome, Error> {
+    fn update_meta(_: Scope, _: String, _: ConversationMeta) -> Result<(), Error> {
         unsupported()
     }
-    fn replace(_: Scope, _: String, _: Vec<Message>, _: Option<u64>, _: i64) -> Result<u64, Error> {
+    fn append(_: Scope, _: String, _: Vec<StoredMessage>, _: Option<u64>, _: i64) -> Result<AppendOutcome, Error> {
+        unsupported()
+    }
+    fn replace(_: Scope, _: String, _: Vec<StoredMessage>, _: Option<u64>, _: i64) -> Result<u64, Error> {
         unsupported()
     }
     fn load(_: Scope, _: String, _: MessageRange, _: u32) -> Result<Vec<StoredMessage>, Error> {
@@ -134,19 +129,19 @@ impl ConversationStore for Hostile {
 }
 
 impl DisplayStore for Hostile {
-    fn insert(_: Scope, _: String, _: Vec<DisplayRecord>) -> Result<Vec<u64>, Error> {
+    fn insert(_: Scope, _: String, _: Vec<StoredDisplayRecord>) -> Result<InsertOutcome, Error> {
         unsupported()
     }
     fn by_tool_call_id(_: Scope, _: String, _: String) -> Result<Vec<StoredDisplayRecord>, Error> {
         unsupported()
     }
-    fn update(_: Scope, _: String, _: u64, _: DisplayRecord) -> Result<(), Error> {
+    fn update(_: Scope, _: String, _: StoredDisplayRecord) -> Result<(), Error> {
         unsupported()
     }
     fn list(_: Scope, _: String, _: u64, _: u32) -> Result<Vec<StoredDisplayRecord>, Error> {
         unsupported()
     }
-    fn find_by_status(_: Vec<String>, _: u32) -> Result<Vec<LocatedDisplayRecord>, Error> {
+    fn find_by_status(_: Vec<String>, _: Option<DisplayPosition>, _: u32) -> Result<Vec<LocatedDisplayRecord>, Error> {
         unsupported()
     }
 }

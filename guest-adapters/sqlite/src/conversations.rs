@@ -1,0 +1,329 @@
+//! `conversation-store`: message histories.
+//!
+//! Every write runs in one transaction ([`Db::write`]): it reads the conversation
+//! (on PostgreSQL locking its row, so writers of one conversation take turns
+//! across hosts), decides with [`crate::batch`], then sends all its changes in one
+//! `execute-batch`, ending with a compare-and-swap of the conversation's version.
+//! Whatever another writer slips in (a row at the same seq, a changed version)
+//! makes the transaction roll back and the call run again on fresh state, which
+//! then answers `already-stored`, `conflict` or `out-of-sequence` as the contract
+//! orders; a message is never lost or stored twice.
+
+use crate::batch::{self, AppendPlan, History};
+use crate::db::{Db, Failure, Res, Row, context, int, key_params, set_key, statement, storage, text, uint};
+use crate::dialect;
+use crate::exports::stowage::store::conversation_store::{
+    AppendOutcome, ConversationInfo, ConversationMeta, MessageRange, Scope, StoredMessage, TruncateOutcome,
+};
+use crate::model::{CID_LIMIT, SEQ_LIMIT, role_code, role_from_code};
+use crate::stowage::store::sql::{Statement, Value};
+use crate::stowage::store::types::{Error, Message};
+
+/// At most this many ids per lookup statement (far below every engine's limit on
+/// parameters).
+const IDS_PER_LOOKUP: usize = 500;
+
+/// A conversation's row, as a write needs it.
+struct Key {
+    cid: i64,
+    history: History,
+}
+
+/// The conversation's key, `None` if it does not exist in `scope`.
+fn find(db: &Db, scope: &Scope, conversation_id: &str, for_write: bool) -> Res<Option<Key>> {
+    let t = dialect::text(db.dialect());
+    let sql = if for_write { t.conversation_key_for_write } else { t.conversation_key };
+    let Some(mut row) = db.query_row("reading the conversation", sql, &key_params(scope, conversation_id))? else {
+        return Ok(None);
+    };
+    let key = context(
+        (|| Ok(Key { cid: row.int(0)?, history: History { version: row.uint(1)?, last_seq: row.uint(2)? } }))(),
+        || "the conversation's row".to_owned(),
+    )?;
+    if !(1..=CID_LIMIT).contains(&key.cid) {
+        return Err(storage(format!("the conversation's key {} is out of range", key.cid)));
+    }
+    Ok(Some(key))
+}
+
+fn info_from_row(row: &mut Row) -> Res<ConversationInfo> {
+    let id = row.text(0)?;
+    let decoded = (|| {
+        let last_seq = row.uint(7)?;
+        Ok(ConversationInfo {
+            id: id.clone(),
+            scope: Scope { tenant: row.text(1)?, user: row.text(2)? },
+            meta: ConversationMeta { content: row.blob(3)?, tag: row.blob(4)? },
+            created_at: row.int(5)?,
+            updated_at: row.int(6)?,
+            message_count: last_seq,
+            last_seq,
+            version: row.uint(8)?,
+        })
+    })();
+    context(decoded, || format!("conversation {id:?}"))
+}
+
+fn find_info(db: &Db, scope: &Scope, conversation_id: &str) -> Res<Option<ConversationInfo>> {
+    let sql = dialect::text(db.dialect()).conversation_info;
+    db.query_row("reading the conversation", sql, &key_params(scope, conversation_id))?
+        .map(|mut row| info_from_row(&mut row))
+        .transpose()
+}
+
+/// Find or create (scope, id). Reads first, so opening an existing conversation
+/// takes no write lock.
+pub fn open(
+    db: &Db,
+    scope: Scope,
+    conversation_id: String,
+    meta: ConversationMeta,
+    now: i64,
+) -> Result<ConversationInfo, Error> {
+    if let Some(info) = db.read(|| find_info(db, &scope, &conversation_id))? {
+        return Ok(info);
+    }
+    db.write("open", || {
+        let [tenant, user, id] = key_params(&scope, &conversation_id);
+        let params = [tenant, user, id, int(now), Value::Blob(meta.content.clone()), Value::Blob(meta.tag.clone())];
+        db.execute("creating the conversation", dialect::text(db.dialect()).conversation_create, &params)?;
+        find_info(db, &scope, &conversation_id)?
+            .ok_or_else(|| storage("open: the conversation is missing right after it was created"))
+    })
+}
+
+pub fn info(db: &Db, scope: Scope, conversation_id: String) -> Result<ConversationInfo, Error> {
+    db.read(|| find_info(db, &scope, &conversation_id))?.ok_or(Error::NotFound)
+}
+
+/// Replaces the meta of (scope, id); the history, its version and `updated-at`
+/// stay as they are.
+pub fn update_meta(db: &Db, scope: Scope, conversation_id: String, meta: ConversationMeta) -> Result<(), Error> {
+    let changed = db.write("update-meta", || {
+        let [tenant, user, id] = key_params(&scope, &conversation_id);
+        let params = [tenant, user, id, Value::Blob(meta.content.clone()), Value::Blob(meta.tag.clone())];
+        db.execute("updating the conversation's meta", dialect::text(db.dialect()).conversation_meta_update, &params)
+    })?;
+    if changed == 0 { Err(Error::NotFound) } else { Ok(()) }
+}
+
+/// One insert per message, with a placeholder cid that [`set_key`] fills in per
+/// attempt (the messages are moved in once, never cloned).
+fn insert_statements(db: &Db, messages: Vec<StoredMessage>) -> Vec<Statement> {
+    let sql = dialect::text(db.dialect()).message_insert;
+    messages
+        .into_iter()
+        .map(|StoredMessage { seq, message }| {
+            let Message { id, role, created_at, content, tag } = message;
+            // Seqs were checked to be below 2^32.
+            let seq = Value::Integer(seq as i64);
+            let params = vec![
+                int(0),
+                seq,
+                Value::Text(id),
+                int(role_code(role)),
+                int(created_at),
+                Value::Blob(content),
+                Value::Blob(tag),
+            ];
+            statement(sql, params)
+        })
+        .collect()
+}
+
+/// The conversation-row update that ends every history change: a
+/// compare-and-swap from `old` to `new`.
+fn history_update(db: &Db, cid: i64, old: History, new: History, now: i64) -> Res<Statement> {
+    let params = vec![
+        int(cid),
+        uint("version", old.version)?,
+        uint("version", new.version)?,
+        uint("last seq", new.last_seq)?,
+        int(now),
+    ];
+    Ok(statement(dialect::text(db.dialect()).conversation_update, params))
+}
+
+/// Sends `statements` (the last one a [`history_update`]) and checks the swap.
+fn apply(db: &Db, what: &str, statements: &[Statement]) -> Res<Vec<u64>> {
+    let counts = db.execute_batch(what, statements)?;
+    if counts.last() != Some(&1) {
+        return Err(Failure::Contended(format!("{what}: the conversation changed under the write")));
+    }
+    Ok(counts)
+}
+
+/// Which of `ids` are stored in conversation `cid`, with their seqs.
+fn stored_ids(db: &Db, cid: i64, ids: &[&str]) -> Res<Vec<(String, u64)>> {
+    let mut found = Vec::new();
+    for chunk in ids.chunks(IDS_PER_LOOKUP) {
+        let sql = dialect::messages_by_id(db.dialect(), chunk.len());
+        let mut params = vec![int(cid)];
+        params.extend(chunk.iter().map(|id| text(id)));
+        for mut row in db.query("looking up the batch's message ids", &sql, &params)? {
+            let pair = context((|| Ok((row.text(0)?, row.uint(1)?)))(), || "a stored message id".to_owned())?;
+            found.push(pair);
+        }
+    }
+    Ok(found)
+}
+
+pub fn append(
+    db: &Db,
+    scope: Scope,
+    conversation_id: String,
+    messages: Vec<StoredMessage>,
+    expected_version: Option<u64>,
+    now: i64,
+) -> Result<AppendOutcome, Error> {
+    let seqs: Vec<u64> = messages.iter().map(|m| m.seq).collect();
+    let span = batch::numbering("append", &seqs)?;
+    let ids: Vec<String> = messages.iter().map(|m| m.message.id.clone()).collect();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    batch::unique_ids("append", ids.iter().copied())?;
+    let mut statements = insert_statements(db, messages);
+    db.write("append", || {
+        let key = find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?;
+        let stored = stored_ids(db, key.cid, &ids)?;
+        match batch::plan_append(&ids, span, &stored, key.history, expected_version)? {
+            AppendPlan::Answer(outcome) => Ok(outcome),
+            AppendPlan::Store(new) => {
+                set_key(&mut statements, key.cid);
+                let update = history_update(db, key.cid, key.history, new, now)?;
+                statements.push(update);
+                let applied = apply(db, "append: storing the batch", &statements);
+                statements.pop();
+                applied.map(|_| AppendOutcome::Stored(new.version))
+            }
+        }
+    })
+}
+
+pub fn replace(
+    db: &Db,
+    scope: Scope,
+    conversation_id: String,
+    messages: Vec<StoredMessage>,
+    expected_version: Option<u64>,
+    now: i64,
+) -> Result<u64, Error> {
+    let seqs: Vec<u64> = messages.iter().map(|m| m.seq).collect();
+    let ids: Vec<&str> = messages.iter().map(|m| m.message.id.as_str()).collect();
+    let last_seq = batch::check_replace(&seqs, &ids)?;
+    let mut statements = vec![statement(dialect::text(db.dialect()).messages_delete_all, vec![int(0)])];
+    statements.extend(insert_statements(db, messages));
+    db.write("replace", || {
+        let key = find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?;
+        batch::check_version(expected_version, key.history.version)?;
+        let new = History { version: batch::next_version(key.history.version)?, last_seq };
+        set_key(&mut statements, key.cid);
+        statements.push(history_update(db, key.cid, key.history, new, now)?);
+        let applied = apply(db, "replace: storing the history", &statements);
+        statements.pop();
+        applied.map(|_| new.version)
+    })
+}
+
+fn stored_message(row: &mut Row) -> Res<StoredMessage> {
+    let seq = row.uint(0)?;
+    let decoded = (|| {
+        let id = row.text(1)?;
+        let code = row.int(2)?;
+        let role = role_from_code(code).ok_or_else(|| storage(format!("unknown role code {code}")))?;
+        Ok(Message { id, role, created_at: row.int(3)?, content: row.blob(4)?, tag: row.blob(5)? })
+    })();
+    let message = context(decoded, || format!("message seq {seq}"))?;
+    Ok(StoredMessage { seq, message })
+}
+
+pub fn load(
+    db: &Db,
+    scope: Scope,
+    conversation_id: String,
+    range: MessageRange,
+    limit: u32,
+) -> Result<Vec<StoredMessage>, Error> {
+    db.read(|| {
+        let key = find(db, &scope, &conversation_id, false)?.ok_or(Error::NotFound)?;
+        let t = dialect::text(db.dialect());
+        let (cid, limit) = (int(key.cid), int(i64::from(limit)));
+        // Every stored seq is below 2^32, so clamping there changes no answer.
+        let clamp = |seq: u64| int(seq.min(SEQ_LIMIT) as i64);
+        let (sql, params, newest_first) = match range {
+            MessageRange::Latest => (t.messages_latest, vec![cid, limit], true),
+            MessageRange::After(seq) => (t.messages_after, vec![cid, clamp(seq), limit], false),
+            MessageRange::Before(seq) => (t.messages_before, vec![cid, clamp(seq), limit], true),
+        };
+        let mut messages =
+            db.query("loading messages", sql, &params)?.iter_mut().map(stored_message).collect::<Res<Vec<_>>>()?;
+        if newest_first {
+            messages.reverse();
+        }
+        Ok(messages)
+    })
+}
+
+pub fn truncate_after(
+    db: &Db,
+    scope: Scope,
+    conversation_id: String,
+    seq: u64,
+    expected_version: Option<u64>,
+    now: i64,
+) -> Result<TruncateOutcome, Error> {
+    db.write("truncate-after", || {
+        let key = find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?;
+        if seq >= key.history.last_seq {
+            return Ok(TruncateOutcome { removed: 0, version: key.history.version });
+        }
+        batch::check_version(expected_version, key.history.version)?;
+        let new = History { version: batch::next_version(key.history.version)?, last_seq: seq };
+        let delete =
+            statement(dialect::text(db.dialect()).messages_delete_after, vec![int(key.cid), uint("seq", seq)?]);
+        let counts = apply(
+            db,
+            "truncate-after: removing messages",
+            &[delete, history_update(db, key.cid, key.history, new, now)?],
+        )?;
+        let removed = counts.first().copied().unwrap_or_default();
+        Ok(TruncateOutcome { removed, version: new.version })
+    })
+}
+
+/// Removes the conversation, its messages and its display records.
+pub fn delete(db: &Db, scope: Scope, conversation_id: String) -> Result<bool, Error> {
+    let t = dialect::text(db.dialect());
+    db.write("delete", || {
+        let mut statements = Vec::new();
+        if let Some(key) = find(db, &scope, &conversation_id, true)? {
+            statements.push(statement(t.messages_delete_all, vec![int(key.cid)]));
+            statements.push(statement(t.conversation_delete, vec![int(key.cid)]));
+        }
+        let stream =
+            db.query_row("reading the display stream", t.stream_key_for_write, &key_params(&scope, &conversation_id))?;
+        if let Some(mut row) = stream {
+            let did = context(row.int(0), || "the display stream's row".to_owned())?;
+            statements.push(statement(t.display_delete_all, vec![int(did)]));
+            statements.push(statement(t.stream_delete, vec![int(did)]));
+        }
+        if statements.is_empty() {
+            return Ok(false);
+        }
+        db.execute_batch("delete: removing the conversation", &statements)?;
+        Ok(true)
+    })
+}
+
+pub fn list(db: &Db, scope: Scope, after: Option<String>, limit: u32) -> Result<Vec<ConversationInfo>, Error> {
+    db.read(|| {
+        let t = dialect::text(db.dialect());
+        let (tenant, user, limit) = (text(&scope.tenant), text(&scope.user), int(i64::from(limit)));
+        let rows = match &after {
+            None => db.query("listing conversations", t.conversations_first, &[tenant, user, limit])?,
+            Some(after) => {
+                db.query("listing conversations", t.conversations_after, &[tenant, user, text(after), limit])?
+            }
+        };
+        rows.into_iter().map(|mut row| info_from_row(&mut row)).collect()
+    })
+}

@@ -1,0 +1,86 @@
+//! Schema migrations, tracked in the adapter's own `stowage_migrations` table and
+//! applied exactly once however many hosts start at the same time.
+//!
+//! Every step runs in a write transaction that first takes the migration lock —
+//! SQLite: `begin` itself (the database's write lock, `BEGIN IMMEDIATE`);
+//! PostgreSQL: `pg_advisory_xact_lock`, released at commit or rollback — and then
+//! re-reads the applied version inside the transaction. A host that waited for
+//! the lock therefore sees the work of the one that held it and does nothing.
+//!
+//! A migration may take several steps (importing a 0.1.0 database moves a bounded
+//! chunk of rows per transaction), so a large import never runs into the host's
+//! per-call deadline in one piece: every committed step is progress the next
+//! call continues from.
+
+use crate::db::{Db, Res, int, storage};
+use crate::dialect;
+use crate::legacy_import::{self, Progress};
+use crate::schema;
+use crate::stowage::store::types::Error;
+
+/// The schema version this adapter reads and writes.
+pub const LATEST: i64 = 2;
+
+/// Migration `version`'s next step: `Done` once it is complete.
+fn step(db: &Db, version: i64) -> Res<Progress> {
+    match version {
+        // The 0.2.0 tables; a 0.1.0 database's tables are set aside for import.
+        1 => {
+            legacy_import::set_aside(db)?;
+            schema::create(db)?;
+            Ok(Progress::Done)
+        }
+        // Rows of a 0.1.0 database, converted chunk by chunk.
+        2 => legacy_import::step(db),
+        other => Err(storage(format!("no migration to schema version {other}"))),
+    }
+}
+
+/// The highest applied migration, read without the lock; `None` when it cannot be
+/// read (no migrations table yet).
+fn applied_unlocked(db: &Db) -> Option<i64> {
+    let sql = dialect::text(db.dialect()).migrations_applied;
+    let mut row = db.query_row("reading the schema version", sql, &[]).ok()??;
+    row.int(0).ok()
+}
+
+/// One locked step: `true` once the schema is current.
+fn locked_step(db: &Db) -> Res<bool> {
+    let t = dialect::text(db.dialect());
+    if let Some(lock) = t.migrations_lock {
+        db.query("taking the migration lock", lock, &[])?;
+    }
+    db.execute("creating the migrations table", t.migrations_table, &[])?;
+    let applied = match db.query_row("reading the schema version", t.migrations_applied, &[])? {
+        Some(mut row) => row.int(0)?,
+        None => 0,
+    };
+    if applied > LATEST {
+        return Err(storage(format!(
+            "the database has schema version {applied}, newer than this adapter's {LATEST}; use a newer adapter"
+        )));
+    }
+    if applied == LATEST {
+        return Ok(true);
+    }
+    let next = applied + 1;
+    if step(db, next)? == Progress::Done {
+        db.execute("recording a migration", t.migrations_record, &[int(next)])?;
+    }
+    Ok(false)
+}
+
+/// One committed step of migrating; `true` once the schema is current.
+pub fn step_once(db: &Db) -> Result<bool, Error> {
+    db.write("migrating the schema", || locked_step(db))
+}
+
+/// Brings the database to [`LATEST`]. Cheap when it already is: one read, no lock.
+/// Terminates: every step either applies a migration or moves at least one row.
+pub fn run(db: &Db) -> Result<(), Error> {
+    if applied_unlocked(db) == Some(LATEST) {
+        return Ok(());
+    }
+    while !step_once(db)? {}
+    Ok(())
+}

@@ -1,0 +1,417 @@
+//! The backend traits for [`WasmBackend`]: each method picks the tenant's pool and
+//! calls the adapter's export for its contract version, converting on the blocking
+//! thread that runs the call.
+
+use std::future::Future;
+
+use super::{WasmBackend, v0_1, v0_2};
+use crate::adapter::backend::{ConversationBackend, DisplayBackend, Features};
+use crate::adapter::pool::{Bindings, Instance};
+use crate::adapter::raw::{
+    AppendReply, DisplayPosition, InsertReply, Range, RawInfo, RawLocated, RawMeta, RawStored, RawStoredDisplay,
+    TruncateReply,
+};
+use crate::error::Error;
+use crate::model::Scope;
+
+impl WasmBackend {
+    /// Runs `f` on an instance of `tenant`'s pool; `f` returns the contract result.
+    async fn call<R, F>(&self, tenant: &str, f: F) -> Result<R, Error>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Instance) -> wasmtime::Result<Result<R, Error>> + Send + 'static,
+    {
+        self.pool_for(tenant).await?.run(f).await?
+    }
+}
+
+impl ConversationBackend for WasmBackend {
+    fn features(&self) -> Features {
+        Features::of(self.version())
+    }
+
+    fn open(
+        &self,
+        scope: &Scope,
+        id: &str,
+        meta: RawMeta,
+        now: i64,
+    ) -> impl Future<Output = Result<RawInfo, Error>> + Send {
+        let (scope, id) = (scope.clone(), id.to_owned());
+        async move {
+            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
+                Bindings::V0_2(b) => Ok(b
+                    .stowage_store_conversation_store()
+                    .call_open(&mut i.store, &v0_2::scope(&scope), &id, &v0_2::meta(meta), now)?
+                    .map(v0_2::info_back)
+                    .map_err(v0_2::error)),
+                Bindings::V0_1(b) => {
+                    let meta = match v0_1::meta(&meta) {
+                        Ok(meta) => meta,
+                        Err(e) => return Ok(Err(e)),
+                    };
+                    Ok(b.stowage_store_conversation_store()
+                        .call_open(&mut i.store, &v0_1::scope(&scope), &id, &meta, now)?
+                        .map_err(v0_1::error)
+                        .and_then(v0_1::info_back))
+                }
+            })
+            .await
+        }
+    }
+
+    fn info(&self, scope: &Scope, id: &str) -> impl Future<Output = Result<RawInfo, Error>> + Send {
+        let (scope, id) = (scope.clone(), id.to_owned());
+        async move {
+            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
+                Bindings::V0_2(b) => Ok(b
+                    .stowage_store_conversation_store()
+                    .call_info(&mut i.store, &v0_2::scope(&scope), &id)?
+                    .map(v0_2::info_back)
+                    .map_err(v0_2::error)),
+                Bindings::V0_1(b) => Ok(b
+                    .stowage_store_conversation_store()
+                    .call_info(&mut i.store, &v0_1::scope(&scope), &id)?
+                    .map_err(v0_1::error)
+                    .and_then(v0_1::info_back)),
+            })
+            .await
+        }
+    }
+
+    fn update_meta(&self, scope: &Scope, id: &str, meta: RawMeta) -> impl Future<Output = Result<(), Error>> + Send {
+        let (scope, id) = (scope.clone(), id.to_owned());
+        async move {
+            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
+                Bindings::V0_2(b) => Ok(b
+                    .stowage_store_conversation_store()
+                    .call_update_meta(&mut i.store, &v0_2::scope(&scope), &id, &v0_2::meta(meta))?
+                    .map_err(v0_2::error)),
+                Bindings::V0_1(_) => Ok(Err(Error::Unsupported(
+                    "changing a conversation's meta needs an adapter built for 0.2.0".into(),
+                ))),
+            })
+            .await
+        }
+    }
+
+    fn append(
+        &self,
+        scope: &Scope,
+        id: &str,
+        messages: Vec<RawStored>,
+        expected_version: Option<u64>,
+        now: i64,
+    ) -> impl Future<Output = Result<AppendReply, Error>> + Send {
+        let (scope, id) = (scope.clone(), id.to_owned());
+        async move {
+            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
+                Bindings::V0_2(b) => {
+                    let seqs: Vec<u64> = messages.iter().map(|m| m.seq).collect();
+                    let wit: Vec<_> = messages.into_iter().map(v0_2::stored).collect();
+                    Ok(b.stowage_store_conversation_store()
+                        .call_append(&mut i.store, &v0_2::scope(&scope), &id, &wit, expected_version, now)?
+                        .map(|o| v0_2::append_back(o, seqs))
+                        .map_err(v0_2::error))
+                }
+                Bindings::V0_1(b) => {
+                    let wit = match v0_1::messages(&messages) {
+                        Ok(wit) => wit,
+                        Err(e) => return Ok(Err(e)),
+                    };
+                    Ok(b.stowage_store_conversation_store()
+                        .call_append(&mut i.store, &v0_1::scope(&scope), &id, &wit, expected_version, now)?
+                        .map(v0_1::append_back)
+                        .map_err(v0_1::error))
+                }
+            })
+            .await
+        }
+    }
+
+    fn replace(
+        &self,
+        scope: &Scope,
+        id: &str,
+        messages: Vec<RawStored>,
+        expected_version: Option<u64>,
+        now: i64,
+    ) -> impl Future<Output = Result<u64, Error>> + Send {
+        let (scope, id) = (scope.clone(), id.to_owned());
+        async move {
+            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
+                Bindings::V0_2(b) => {
+                    let wit: Vec<_> = messages.into_iter().map(v0_2::stored).collect();
+                    Ok(b.stowage_store_conversation_store()
+                        .call_replace(&mut i.store, &v0_2::scope(&scope), &id, &wit, expected_version, now)?
+                        .map_err(v0_2::error))
+                }
+                Bindings::V0_1(b) => {
+                    let wit = match v0_1::messages(&messages) {
+                        Ok(wit) => wit,
+                        Err(e) => return Ok(Err(e)),
+                    };
+                    Ok(b.stowage_store_conversation_store()
+                        .call_replace(&mut i.store, &v0_1::scope(&scope), &id, &wit, expected_version, now)?
+                        .map_err(v0_1::error))
+                }
+            })
+            .await
+        }
+    }
+
+    fn load(
+        &self,
+        scope: &Scope,
+        id: &str,
+        range: Range,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<RawStored>, Error>> + Send {
+        let (scope, id) = (scope.clone(), id.to_owned());
+        async move {
+            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
+                Bindings::V0_2(b) => Ok(b
+                    .stowage_store_conversation_store()
+                    .call_load(&mut i.store, &v0_2::scope(&scope), &id, v0_2::range(range), limit)?
+                    .map(|found| found.into_iter().map(v0_2::stored_back).collect())
+                    .map_err(v0_2::error)),
+                Bindings::V0_1(b) => Ok(b
+                    .stowage_store_conversation_store()
+                    .call_load(&mut i.store, &v0_1::scope(&scope), &id, v0_1::range(range), limit)?
+                    .map_err(v0_1::error)
+                    .and_then(|found| found.into_iter().map(v0_1::stored_back).collect())),
+            })
+            .await
+        }
+    }
+
+    fn truncate_after(
+        &self,
+        scope: &Scope,
+        id: &str,
+        seq: u64,
+        expected_version: Option<u64>,
+        now: i64,
+    ) -> impl Future<Output = Result<TruncateReply, Error>> + Send {
+        let (scope, id) = (scope.clone(), id.to_owned());
+        async move {
+            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
+                Bindings::V0_2(b) => Ok(b
+                    .stowage_store_conversation_store()
+                    .call_truncate_after(&mut i.store, &v0_2::scope(&scope), &id, seq, expected_version, now)?
+                    .map(v0_2::truncate_back)
+                    .map_err(v0_2::error)),
+                Bindings::V0_1(b) => Ok(b
+                    .stowage_store_conversation_store()
+                    .call_truncate_after(&mut i.store, &v0_1::scope(&scope), &id, seq, expected_version, now)?
+                    .map(|o| TruncateReply { removed: o.removed, version: o.version })
+                    .map_err(v0_1::error)),
+            })
+            .await
+        }
+    }
+
+    fn delete(&self, scope: &Scope, id: &str) -> impl Future<Output = Result<bool, Error>> + Send {
+        let (scope, id) = (scope.clone(), id.to_owned());
+        async move {
+            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
+                Bindings::V0_2(b) => Ok(b
+                    .stowage_store_conversation_store()
+                    .call_delete(&mut i.store, &v0_2::scope(&scope), &id)?
+                    .map_err(v0_2::error)),
+                Bindings::V0_1(b) => Ok(b
+                    .stowage_store_conversation_store()
+                    .call_delete(&mut i.store, &v0_1::scope(&scope), &id)?
+                    .map_err(v0_1::error)),
+            })
+            .await
+        }
+    }
+
+    fn list(
+        &self,
+        scope: &Scope,
+        after: Option<String>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<RawInfo>, Error>> + Send {
+        let scope = scope.clone();
+        async move {
+            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
+                Bindings::V0_2(b) => Ok(b
+                    .stowage_store_conversation_store()
+                    .call_list(&mut i.store, &v0_2::scope(&scope), after.as_deref(), limit)?
+                    .map(|found| found.into_iter().map(v0_2::info_back).collect())
+                    .map_err(v0_2::error)),
+                Bindings::V0_1(b) => Ok(b
+                    .stowage_store_conversation_store()
+                    .call_list(&mut i.store, &v0_1::scope(&scope), after.as_deref(), limit)?
+                    .map_err(v0_1::error)
+                    .and_then(|found| found.into_iter().map(v0_1::info_back).collect())),
+            })
+            .await
+        }
+    }
+}
+
+impl DisplayBackend for WasmBackend {
+    fn display_insert(
+        &self,
+        scope: &Scope,
+        id: &str,
+        records: Vec<RawStoredDisplay>,
+    ) -> impl Future<Output = Result<InsertReply, Error>> + Send {
+        let (scope, id) = (scope.clone(), id.to_owned());
+        async move {
+            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
+                Bindings::V0_2(b) => {
+                    let seqs: Vec<u64> = records.iter().map(|r| r.seq).collect();
+                    let wit: Vec<_> = records.into_iter().map(v0_2::display).collect();
+                    Ok(b.stowage_store_display_store()
+                        .call_insert(&mut i.store, &v0_2::scope(&scope), &id, &wit)?
+                        .map(|o| v0_2::insert_back(o, seqs))
+                        .map_err(v0_2::error))
+                }
+                Bindings::V0_1(b) => {
+                    let wit = match records.iter().map(|r| v0_1::display(&r.record)).collect::<Result<Vec<_>, _>>() {
+                        Ok(wit) => wit,
+                        Err(e) => return Ok(Err(e)),
+                    };
+                    Ok(b.stowage_store_display_store()
+                        .call_insert(&mut i.store, &v0_1::scope(&scope), &id, &wit)?
+                        .map(|seqs| InsertReply::Stored { seqs })
+                        .map_err(v0_1::error))
+                }
+            })
+            .await
+        }
+    }
+
+    fn display_by_call(
+        &self,
+        scope: &Scope,
+        id: &str,
+        call_id: &str,
+    ) -> impl Future<Output = Result<Vec<RawStoredDisplay>, Error>> + Send {
+        let (scope, id, call) = (scope.clone(), id.to_owned(), call_id.to_owned());
+        async move {
+            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
+                Bindings::V0_2(b) => Ok(b
+                    .stowage_store_display_store()
+                    .call_by_tool_call_id(&mut i.store, &v0_2::scope(&scope), &id, &call)?
+                    .map(|found| found.into_iter().map(v0_2::display_back).collect())
+                    .map_err(v0_2::error)),
+                Bindings::V0_1(b) => Ok(b
+                    .stowage_store_display_store()
+                    .call_by_tool_call_id(&mut i.store, &v0_1::scope(&scope), &id, &call)?
+                    .map_err(v0_1::error)
+                    .and_then(|found| found.into_iter().map(v0_1::display_back).collect())),
+            })
+            .await
+        }
+    }
+
+    fn display_update(
+        &self,
+        scope: &Scope,
+        id: &str,
+        record: RawStoredDisplay,
+    ) -> impl Future<Output = Result<(), Error>> + Send {
+        let (scope, id) = (scope.clone(), id.to_owned());
+        async move {
+            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
+                Bindings::V0_2(b) => Ok(b
+                    .stowage_store_display_store()
+                    .call_update(&mut i.store, &v0_2::scope(&scope), &id, &v0_2::display(record))?
+                    .map_err(v0_2::error)),
+                Bindings::V0_1(b) => {
+                    let wit = match v0_1::display(&record.record) {
+                        Ok(wit) => wit,
+                        Err(e) => return Ok(Err(e)),
+                    };
+                    Ok(b.stowage_store_display_store()
+                        .call_update(&mut i.store, &v0_1::scope(&scope), &id, record.seq, &wit)?
+                        .map_err(v0_1::error))
+                }
+            })
+            .await
+        }
+    }
+
+    fn display_list(
+        &self,
+        scope: &Scope,
+        id: &str,
+        after: u64,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<RawStoredDisplay>, Error>> + Send {
+        let (scope, id) = (scope.clone(), id.to_owned());
+        async move {
+            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
+                Bindings::V0_2(b) => Ok(b
+                    .stowage_store_display_store()
+                    .call_list(&mut i.store, &v0_2::scope(&scope), &id, after, limit)?
+                    .map(|found| found.into_iter().map(v0_2::display_back).collect())
+                    .map_err(v0_2::error)),
+                Bindings::V0_1(b) => Ok(b
+                    .stowage_store_display_store()
+                    .call_list(&mut i.store, &v0_1::scope(&scope), &id, after, limit)?
+                    .map_err(v0_1::error)
+                    .and_then(|found| found.into_iter().map(v0_1::display_back).collect())),
+            })
+            .await
+        }
+    }
+
+    fn display_find_by_status(
+        &self,
+        statuses: Vec<String>,
+        after: Option<DisplayPosition>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<RawLocated>, Error>> + Send {
+        async move {
+            let tenants = self.sweep_tenants(after.as_ref()).await?;
+            let mut found = Vec::new();
+            for tenant in tenants {
+                let want = limit.saturating_sub(u32::try_from(found.len()).unwrap_or(u32::MAX));
+                if want == 0 {
+                    break;
+                }
+                let (statuses, after) = (statuses.clone(), after.clone());
+                let page: Vec<RawLocated> = self
+                    .call(&tenant, move |i| match &i.bindings {
+                        Bindings::V0_2(b) => {
+                            let position = after.as_ref().map(v0_2::position);
+                            Ok(b.stowage_store_display_store()
+                                .call_find_by_status(&mut i.store, &statuses, position.as_ref(), want)?
+                                .map(|found| found.into_iter().map(v0_2::located_back).collect())
+                                .map_err(v0_2::error))
+                        }
+                        Bindings::V0_1(b) => Ok(b
+                            .stowage_store_display_store()
+                            .call_find_by_status(&mut i.store, &statuses, want)?
+                            .map_err(v0_1::error)
+                            .and_then(|found| found.into_iter().map(v0_1::located_back).collect())),
+                    })
+                    .await?;
+                found.extend(page);
+            }
+            Ok(found)
+        }
+    }
+}
+
+impl WasmBackend {
+    /// The tenants a sweep must visit from `after` on: the shared pool's (one
+    /// pass), or every tenant directory from `after`'s tenant, in byte order.
+    async fn sweep_tenants(&self, after: Option<&DisplayPosition>) -> Result<Vec<String>, Error> {
+        if self.generation_now().shared.is_some() {
+            return Ok(vec![String::new()]);
+        }
+        let layout = self.shared.setup.layout.clone();
+        let tenants = tokio::task::spawn_blocking(move || layout.tenants())
+            .await
+            .map_err(|e| Error::Internal(format!("listing tenants failed: {e}")))??;
+        let from = after.map(|p| p.scope.tenant.as_str()).unwrap_or("");
+        Ok(tenants.into_iter().filter(|t| t.as_str() >= from).collect())
+    }
+}

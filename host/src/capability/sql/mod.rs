@@ -1,0 +1,169 @@
+//! The `sql` capability: a database the host runs (SQLite) or connects to on an
+//! adapter's behalf, in the shape of `spin:sqlite`.
+//!
+//! - [`SqlDatabase`]: one per store (per tenant with tenant isolation): where the
+//!   data lives and how connections are made.
+//! - [`SqlSession`]: one per adapter instance: its connection, opened on first
+//!   use, behind the [`Connection`] trait (the seam between the WIT surface and a
+//!   database engine).
+//! - `host`: the WIT `sql` host implementation for each contract version, and its
+//!   linker wiring.
+//! - `sqlite`: opening and hardening a SQLite connection.
+//! - `postgres`: a PostgreSQL server (`sql = { url = … }`): a pool per store,
+//!   connections pinned for a transaction.
+//! - `fault` (feature `fault-injection`, tests only): a fault that strikes a chosen
+//!   statement.
+//!
+//! Calls arrive on the thread that runs the adapter and connections use
+//! blocking APIs directly. That thread is a blocking-pool thread, or, with
+//! `RuntimeConfig::inline_calls`, the caller's async worker — for SQLite only:
+//! PostgreSQL connections block on a runtime of their own, which must never
+//! happen on an async worker, so those stores always hand calls off.
+
+mod durability;
+#[cfg(feature = "fault-injection")]
+mod fault;
+mod gate;
+mod host;
+mod postgres;
+mod session;
+mod sqlite;
+mod value;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+pub use self::durability::Durability;
+#[cfg(feature = "fault-injection")]
+pub use self::fault::{FaultSlot, SqlFault};
+use self::gate::{WriteGate, WriteTurn};
+pub use self::host::add_to_linker;
+pub use self::postgres::{Settings as PostgresSettings, server_database};
+pub use self::session::SqlSession;
+pub use self::value::{Dialect, Rows, Value};
+use crate::wit::SqlErrorKind;
+
+/// Durability of SQL commits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SqlSync {
+    /// fsync on every commit: an acknowledged write survives power loss.
+    #[default]
+    Full,
+    /// WAL `synchronous=NORMAL`: survives a process crash; the last commits may be
+    /// lost on power loss.
+    Normal,
+}
+
+/// Which database a store's `sql` capability lends.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SqlTarget {
+    /// A database server URL (`postgres://…`); `None` (the default) is a SQLite
+    /// file in the store's host-private directory.
+    pub url: Option<String>,
+}
+
+/// A connection to the database, as a session uses it. Implemented per engine.
+pub trait Connection: Send {
+    /// Runs one statement that returns no rows; rows changed.
+    fn execute(&mut self, statement: &str, params: &[Value]) -> Result<u64, SqlErrorKind>;
+    /// Runs one statement and returns its rows, failing with `too-large` once they
+    /// exceed `max_bytes`.
+    fn query(&mut self, statement: &str, params: &[Value], max_bytes: u64) -> Result<Rows, SqlErrorKind>;
+    /// Whether a transaction is open.
+    fn in_transaction(&self) -> bool;
+    /// Starts a write transaction.
+    fn begin(&mut self) -> Result<(), SqlErrorKind>;
+    fn commit(&mut self) -> Result<(), SqlErrorKind>;
+    fn rollback(&mut self) -> Result<(), SqlErrorKind>;
+    /// Runs statements that return nothing (savepoint handling); no parameters.
+    fn execute_plain(&mut self, statements: &str) -> Result<(), SqlErrorKind>;
+}
+
+/// The database a store lends its adapter.
+pub struct SqlDatabase {
+    path: PathBuf,
+    max_result_bytes: u64,
+    busy_timeout: Duration,
+    /// Group commit and background checkpoints.
+    durability: Arc<Durability>,
+    /// The fair queue of this host's SQLite writers (`None` on PostgreSQL).
+    writers: Option<Arc<WriteGate>>,
+    /// A PostgreSQL server instead of the SQLite file at `path`.
+    server: Option<Arc<postgres::Server>>,
+    #[cfg(feature = "fault-injection")]
+    fault: FaultSlot,
+}
+
+impl std::fmt::Debug for SqlDatabase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlDatabase").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl SqlDatabase {
+    /// A SQLite database at `path` (created on first use).
+    pub fn sqlite(path: PathBuf, max_result_bytes: u64, busy_timeout: Duration, sync: SqlSync) -> Self {
+        let durability = Arc::new(Durability::new(&path, sync == SqlSync::Full));
+        Self {
+            path,
+            max_result_bytes,
+            busy_timeout,
+            durability,
+            writers: Some(Arc::new(WriteGate::default())),
+            server: None,
+            #[cfg(feature = "fault-injection")]
+            fault: FaultSlot::default(),
+        }
+    }
+
+    /// A database on the PostgreSQL server at `url`, through a pool of its own
+    /// (connected lazily). Fails on a malformed URL or one that asks for TLS this
+    /// build lacks. Commits are as durable as the server's `synchronous_commit`
+    /// makes them: no group commit here.
+    pub fn postgres(url: &str, settings: &PostgresSettings, max_result_bytes: u64) -> Result<Self, String> {
+        Ok(Self {
+            path: PathBuf::new(),
+            max_result_bytes,
+            busy_timeout: settings.busy_timeout,
+            durability: Arc::new(Durability::new(std::path::Path::new(""), false)),
+            writers: None,
+            server: Some(Arc::new(postgres::Server::open(url, settings)?)),
+            #[cfg(feature = "fault-injection")]
+            fault: FaultSlot::default(),
+        })
+    }
+
+    /// The dialect its connections speak.
+    pub fn dialect(&self) -> Dialect {
+        if self.server.is_some() { Dialect::Postgres } else { Dialect::Sqlite }
+    }
+
+    fn connect(&self) -> Result<Box<dyn Connection>, SqlErrorKind> {
+        if let Some(server) = &self.server {
+            return Ok(Box::new(postgres::PgConnection::new(Arc::clone(server))));
+        }
+        Ok(Box::new(sqlite::open(&self.path, self.busy_timeout)?))
+    }
+
+    /// Waits for this host's turn to write to the database (SQLite only; `None`
+    /// when the engine queues writers itself).
+    fn write_turn(&self) -> Result<Option<WriteTurn>, SqlErrorKind> {
+        self.writers.as_ref().map(|gate| gate.enter(self.busy_timeout)).transpose()
+    }
+
+    /// Group commit: tickets of commits, and waiting for them to be durable.
+    pub fn durability(&self) -> &Arc<Durability> {
+        &self.durability
+    }
+
+    /// The fault slot tests arm.
+    #[cfg(feature = "fault-injection")]
+    pub fn faults(&self) -> &FaultSlot {
+        &self.fault
+    }
+}

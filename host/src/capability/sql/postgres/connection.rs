@@ -1,0 +1,216 @@
+//! [`PgConnection`]: one adapter instance's view of the store's PostgreSQL pool.
+//!
+//! Outside a transaction every statement borrows a pooled connection for its own
+//! round trips and gives it back. `begin` takes one and pins it to the instance
+//! until `commit` or `rollback`; the session rolls back what a call leaves open.
+//! A pinned connection never goes back to the pool inside a transaction:
+//!
+//! - `commit`/`rollback` end the transaction first; if that fails the connection
+//!   is discarded (closed, so the server rolls back);
+//! - dropping the connection (the instance trapped or timed out) discards a
+//!   pinned connection the same way;
+//! - a connection lost mid-transaction is discarded at once, and the transaction
+//!   stays "open but lost": its statements and `commit` fail with `io` (never run
+//!   on another connection outside the transaction) until `rollback`.
+//!
+//! PostgreSQL aborts a transaction at its first failed statement, where SQLite
+//! carries on. A `commit` after such a failure would silently roll back, so it
+//! rolls back explicitly and reports `transaction` instead (a savepoint rolled
+//! back to, as `execute-batch` does inside a transaction, clears the failure).
+
+use std::sync::Arc;
+
+use deadpool_postgres::{ClientWrapper, Object};
+
+use super::errors::OpError;
+use super::{Server, guard, ops};
+use crate::capability::sql::{Connection, Rows, Value};
+use crate::wit::SqlErrorKind;
+
+/// The instance's transaction.
+enum Tx {
+    Idle,
+    Open {
+        conn: Box<Object>,
+        /// A statement failed on the server: the transaction is aborted.
+        failed: bool,
+    },
+    /// The pinned connection was lost; nothing of the transaction survives.
+    Lost(String),
+}
+
+pub struct PgConnection {
+    server: Arc<Server>,
+    tx: Tx,
+}
+
+/// Takes a connection out of the pool for good and closes it.
+fn discard(conn: impl Into<Box<Object>>) {
+    drop(Object::take(*conn.into()));
+}
+
+impl PgConnection {
+    pub fn new(server: Arc<Server>) -> Self {
+        Self { server, tx: Tx::Idle }
+    }
+
+    /// Runs `op` on the pinned connection, or on a pooled one outside a
+    /// transaction (then `op` may retry on its own), and applies what its failure
+    /// means to the connection and the transaction.
+    fn with_connection<T>(
+        &mut self,
+        op: impl FnOnce(&Server, &ClientWrapper, bool) -> Result<T, OpError>,
+    ) -> Result<T, SqlErrorKind> {
+        let server = Arc::clone(&self.server);
+        match &mut self.tx {
+            Tx::Lost(why) => Err(SqlErrorKind::Io(format!(
+                "the transaction's connection was lost ({why}); roll back and start again"
+            ))),
+            Tx::Open { conn, failed } => {
+                let result = op(&server, conn, false);
+                if let Err(e) = &result
+                    && e.from_server
+                {
+                    *failed = true;
+                }
+                match result {
+                    Err(e) if e.broken => {
+                        self.lose(&e.kind);
+                        Err(e.kind)
+                    }
+                    other => other.map_err(|e| e.kind),
+                }
+            }
+            Tx::Idle => {
+                let conn = server.checkout()?;
+                let result = op(&server, &conn, true);
+                if let Err(e) = &result
+                    && e.broken
+                {
+                    discard(conn);
+                }
+                result.map_err(|e| e.kind)
+            }
+        }
+    }
+
+    /// The pinned connection broke: discard it, remember the transaction as lost.
+    fn lose(&mut self, why: &SqlErrorKind) {
+        let reason = match why {
+            SqlErrorKind::Io(m) => m.clone(),
+            other => format!("{other:?}"),
+        };
+        if let Tx::Open { conn, .. } = std::mem::replace(&mut self.tx, Tx::Lost(reason)) {
+            discard(conn);
+        }
+    }
+
+    /// Ends the pinned connection's transaction with `ROLLBACK`; discards the
+    /// connection if that fails.
+    fn roll_back(&self, conn: Box<Object>) {
+        if let Err(e) = self.server.block_on(ops::plain(&conn, "ROLLBACK")) {
+            tracing::warn!(server = %self.server.location(), error = ?e.kind, "rolling back failed; closing the connection");
+            discard(conn);
+        }
+    }
+}
+
+impl Connection for PgConnection {
+    fn execute(&mut self, statement: &str, params: &[Value]) -> Result<u64, SqlErrorKind> {
+        guard::check(statement)?;
+        self.with_connection(|server, conn, retry| server.block_on(ops::execute(conn, statement, params, retry)))
+    }
+
+    fn query(&mut self, statement: &str, params: &[Value], max_bytes: u64) -> Result<Rows, SqlErrorKind> {
+        guard::check(statement)?;
+        self.with_connection(|server, conn, retry| {
+            server.block_on(ops::query(conn, statement, params, max_bytes, retry))
+        })
+    }
+
+    fn in_transaction(&self) -> bool {
+        !matches!(self.tx, Tx::Idle)
+    }
+
+    fn begin(&mut self) -> Result<(), SqlErrorKind> {
+        if self.in_transaction() {
+            return Err(SqlErrorKind::Transaction("a transaction is already open".into()));
+        }
+        // A pooled connection may have died since it was last used (a server
+        // restart): BEGIN changes nothing, so it is safe to try a fresh one.
+        for attempt in 0..2 {
+            let conn = self.server.checkout()?;
+            match self.server.block_on(ops::plain(&conn, "BEGIN")) {
+                Ok(()) => {
+                    self.tx = Tx::Open { conn: Box::new(conn), failed: false };
+                    return Ok(());
+                }
+                Err(e) if e.broken => {
+                    discard(conn);
+                    if attempt == 1 {
+                        return Err(e.kind);
+                    }
+                }
+                Err(e) => return Err(e.kind),
+            }
+        }
+        Err(SqlErrorKind::Io("no connection could start a transaction".into()))
+    }
+
+    fn commit(&mut self) -> Result<(), SqlErrorKind> {
+        match std::mem::replace(&mut self.tx, Tx::Idle) {
+            Tx::Idle => Err(SqlErrorKind::Transaction("no transaction is open".into())),
+            Tx::Lost(why) => Err(SqlErrorKind::Io(format!(
+                "the transaction's connection was lost ({why}); nothing of it was committed"
+            ))),
+            Tx::Open { conn, failed: true } => {
+                self.roll_back(conn);
+                Err(SqlErrorKind::Transaction(
+                    "a statement of this transaction failed, which aborts a PostgreSQL transaction: it was rolled \
+                     back and nothing was committed"
+                        .into(),
+                ))
+            }
+            Tx::Open { conn, failed: false } => match self.server.block_on(ops::plain(&conn, "COMMIT")) {
+                Ok(()) => Ok(()),
+                Err(e) if e.broken => {
+                    discard(conn);
+                    Err(SqlErrorKind::Io(format!(
+                        "the connection was lost while committing, so the transaction may or may not have \
+                         committed: {:?}",
+                        e.kind
+                    )))
+                }
+                // The server refused the commit (a deferred constraint, a
+                // serialization failure): the transaction is over, rolled back.
+                Err(e) => Err(e.kind),
+            },
+        }
+    }
+
+    fn rollback(&mut self) -> Result<(), SqlErrorKind> {
+        if let Tx::Open { conn, .. } = std::mem::replace(&mut self.tx, Tx::Idle) {
+            self.roll_back(conn);
+        }
+        Ok(())
+    }
+
+    fn execute_plain(&mut self, statements: &str) -> Result<(), SqlErrorKind> {
+        let restores = statements.trim_start().to_ascii_uppercase().starts_with("ROLLBACK TO");
+        self.with_connection(|server, conn, _| server.block_on(ops::plain(conn, statements)))?;
+        if restores && let Tx::Open { failed, .. } = &mut self.tx {
+            *failed = false;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PgConnection {
+    fn drop(&mut self) {
+        // The instance is being discarded mid-transaction (a trap, a timeout):
+        // closing the connection is the one rollback that needs no answer.
+        if let Tx::Open { conn, .. } = std::mem::replace(&mut self.tx, Tx::Idle) {
+            discard(conn);
+        }
+    }
+}

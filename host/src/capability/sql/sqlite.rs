@@ -1,0 +1,213 @@
+//! SQLite connections, opened and hardened for an untrusted adapter.
+//!
+//! WAL mode, so instances read in parallel and writers queue on the busy timeout.
+//! Commits do not flush (`synchronous=NORMAL`) and never checkpoint: the
+//! database's `Durability` flushes the WAL for groups of commits and checkpoints
+//! in the background.
+//! The file is opened with `SQLITE_OPEN_NOFOLLOW` (a symbolic link in its place is
+//! refused, never followed). An authorizer denies ATTACH/DETACH and every pragma
+//! outside a short allow-list, attached databases are limited to zero (which also
+//! stops `VACUUM INTO`), extension loading stays disabled, defensive mode is on,
+//! `trusted_schema` is off, and query results are capped in bytes.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rusqlite::config::DbConfig;
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::limits::Limit;
+use rusqlite::{ErrorCode, OpenFlags};
+
+use super::Connection;
+use super::value::{Rows, Value};
+use crate::wit::SqlErrorKind;
+
+/// Pragmas an adapter may run: schema versioning and introspection only.
+const ALLOWED_PRAGMAS: &[&str] = &[
+    "user_version",
+    "table_info",
+    "table_xinfo",
+    "index_list",
+    "index_info",
+    "foreign_key_list",
+    "foreign_key_check",
+    "integrity_check",
+    "quick_check",
+];
+
+/// A hardened connection.
+pub struct Sqlite {
+    conn: rusqlite::Connection,
+}
+
+/// Opens (creating if needed) the database at `path`.
+pub fn open(path: &Path, busy_timeout: Duration) -> Result<Sqlite, SqlErrorKind> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    let mut conn = rusqlite::Connection::open_with_flags(path, flags).map_err(map_error)?;
+    conn.busy_timeout(busy_timeout).map_err(map_error)?;
+    ensure_wal(&conn, busy_timeout)?;
+    conn.pragma_update(None, "synchronous", "NORMAL").map_err(map_error)?;
+    conn.pragma_update(None, "wal_autocheckpoint", 0).map_err(map_error)?;
+    conn.pragma_update(None, "foreign_keys", "ON").map_err(map_error)?;
+    conn.pragma_update(None, "trusted_schema", "OFF").map_err(map_error)?;
+    // Without it, a b-tree page whose cells are garbage can make a range scan
+    // silently skip rows instead of reporting the database as malformed.
+    conn.pragma_update(None, "cell_size_check", "ON").map_err(map_error)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true).map_err(map_error)?;
+    conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0).map_err(map_error)?;
+    conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, 256 << 20).map_err(map_error)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    conn.authorizer(Some(authorize)).map_err(map_error)?;
+    Ok(Sqlite { conn })
+}
+
+/// Puts the file in WAL mode. Switching modes can report BUSY without waiting on
+/// the busy handler when other connections are opening at the same moment, so it
+/// is retried for up to the busy timeout.
+fn ensure_wal(conn: &rusqlite::Connection, busy_timeout: Duration) -> Result<(), SqlErrorKind> {
+    let started = Instant::now();
+    loop {
+        let mode: Result<String, _> = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0));
+        let result = match mode {
+            Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
+            Ok(_) => conn.pragma_update(None, "journal_mode", "WAL"),
+            Err(e) => Err(e),
+        };
+        match result.map_err(map_error) {
+            Ok(()) => return Ok(()),
+            Err(SqlErrorKind::Busy) if started.elapsed() < busy_timeout => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn authorize(ctx: AuthContext<'_>) -> Authorization {
+    match ctx.action {
+        AuthAction::Attach { .. } | AuthAction::Detach { .. } => Authorization::Deny,
+        AuthAction::Pragma { pragma_name, .. } => {
+            if ALLOWED_PRAGMAS.contains(&pragma_name.to_ascii_lowercase().as_str()) {
+                Authorization::Allow
+            } else {
+                Authorization::Deny
+            }
+        }
+        AuthAction::Function { function_name } if function_name.eq_ignore_ascii_case("load_extension") => {
+            Authorization::Deny
+        }
+        _ => Authorization::Allow,
+    }
+}
+
+/// The contract's error for a SQLite failure.
+pub fn map_error(err: rusqlite::Error) -> SqlErrorKind {
+    // The authorizer's denials of functions surface as plain prepare errors.
+    let text = err.to_string();
+    if text.contains("not authorized") {
+        return SqlErrorKind::AccessDenied(text);
+    }
+    match &err {
+        rusqlite::Error::SqliteFailure(e, message) => {
+            let message = message.clone().unwrap_or_else(|| e.to_string());
+            match e.code {
+                ErrorCode::ConstraintViolation => SqlErrorKind::Constraint(message),
+                ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => SqlErrorKind::Busy,
+                ErrorCode::AuthorizationForStatementDenied | ErrorCode::PermissionDenied => {
+                    SqlErrorKind::AccessDenied(message)
+                }
+                ErrorCode::DiskFull
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::CannotOpen
+                | ErrorCode::DatabaseCorrupt
+                | ErrorCode::NotADatabase
+                | ErrorCode::ReadOnly => SqlErrorKind::Io(message),
+                ErrorCode::TooBig => SqlErrorKind::TooLarge(message),
+                _ => SqlErrorKind::InvalidStatement(message),
+            }
+        }
+        rusqlite::Error::ExecuteReturnedResults => {
+            SqlErrorKind::InvalidStatement("the statement returns rows: use `query`".into())
+        }
+        _ => SqlErrorKind::InvalidStatement(err.to_string()),
+    }
+}
+
+fn to_sql(value: &Value) -> rusqlite::types::ToSqlOutput<'_> {
+    use rusqlite::types::ValueRef as V;
+    rusqlite::types::ToSqlOutput::Borrowed(match value {
+        Value::Null => V::Null,
+        Value::Integer(i) => V::Integer(*i),
+        Value::Real(f) => V::Real(*f),
+        Value::Text(s) => V::Text(s.as_bytes()),
+        Value::Blob(b) => V::Blob(b),
+    })
+}
+
+fn from_sql(value: rusqlite::types::ValueRef<'_>) -> Result<Value, SqlErrorKind> {
+    use rusqlite::types::ValueRef as V;
+    Ok(match value {
+        V::Null => Value::Null,
+        V::Integer(i) => Value::Integer(i),
+        V::Real(f) => Value::Real(f),
+        V::Text(t) => Value::Text(
+            std::str::from_utf8(t)
+                .map_err(|_| SqlErrorKind::InvalidStatement("a text value is not valid UTF-8".into()))?
+                .to_owned(),
+        ),
+        V::Blob(b) => Value::Blob(b.to_vec()),
+    })
+}
+
+impl Connection for Sqlite {
+    fn execute(&mut self, statement: &str, params: &[Value]) -> Result<u64, SqlErrorKind> {
+        let mut stmt = self.conn.prepare_cached(statement).map_err(map_error)?;
+        let changed = stmt.execute(rusqlite::params_from_iter(params.iter().map(to_sql))).map_err(map_error)?;
+        Ok(changed as u64)
+    }
+
+    fn query(&mut self, statement: &str, params: &[Value], max_bytes: u64) -> Result<Rows, SqlErrorKind> {
+        let mut stmt = self.conn.prepare_cached(statement).map_err(map_error)?;
+        let columns: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+        let width = columns.len();
+        let mut out = Vec::new();
+        let mut total: u64 = 0;
+        let mut rows = stmt.query(rusqlite::params_from_iter(params.iter().map(to_sql))).map_err(map_error)?;
+        while let Some(row) = rows.next().map_err(map_error)? {
+            let mut values = Vec::with_capacity(width);
+            for index in 0..width {
+                let value = from_sql(row.get_ref(index).map_err(map_error)?)?;
+                total += value.size();
+                values.push(value);
+            }
+            if total > max_bytes {
+                return Err(SqlErrorKind::TooLarge(format!(
+                    "query result exceeds the host's limit of {max_bytes} bytes"
+                )));
+            }
+            out.push(values);
+        }
+        Ok(Rows { columns, rows: out })
+    }
+
+    fn in_transaction(&self) -> bool {
+        !self.conn.is_autocommit()
+    }
+
+    fn begin(&mut self) -> Result<(), SqlErrorKind> {
+        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(map_error)
+    }
+
+    fn commit(&mut self) -> Result<(), SqlErrorKind> {
+        self.conn.execute_batch("COMMIT").map_err(map_error)
+    }
+
+    fn rollback(&mut self) -> Result<(), SqlErrorKind> {
+        self.conn.execute_batch("ROLLBACK").map_err(map_error)
+    }
+
+    fn execute_plain(&mut self, statements: &str) -> Result<(), SqlErrorKind> {
+        self.conn.execute_batch(statements).map_err(map_error)
+    }
+}

@@ -1,0 +1,226 @@
+//! A store: the async conversation-store API over one adapter.
+//!
+//! The semantics every backend shares live here, once: validation, id and
+//! timestamp assignment, numbering, one writer per conversation, paging cursors
+//! and crash repair. Every adapter answer goes through the checked client first.
+//!
+//! - `history`: prepare, append (with the numbering protocol), replace, load.
+//! - `cuts`: tool-pair checks, truncate, pop-last.
+//! - `conversations`: open, info, delete, list, ownership.
+//! - `supervision`: health, stats, hot swap with its smoke test.
+//!
+//! Every operation runs as a task of its own ([`Store::detached`]): a caller that
+//! stops waiting cannot cut an operation short between taking its conversation's
+//! lock and finishing its adapter work.
+
+mod conversations;
+mod cuts;
+#[cfg(feature = "fault-injection")]
+mod faults;
+mod history;
+mod seqs;
+mod supervision;
+
+use std::sync::Arc;
+
+use tokio::sync::OwnedMutexGuard;
+
+use self::seqs::SeqCache;
+pub use self::supervision::{Health, HealthStatus, StoreStats, SwapReport};
+use crate::adapter::client::Client;
+use crate::adapter::loader::Loader;
+use crate::adapter::wasm::WasmBackend;
+use crate::config::Limits;
+use crate::error::Error;
+use crate::locks::ConversationLocks;
+use crate::model::{
+    AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, LoadRequest, Message, NewMessage, Page, Scope,
+    TruncateOutcome,
+};
+
+/// A handle to one store. Cheap to clone; every clone shares the adapter instances.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    name: String,
+    client: Client<WasmBackend>,
+    loader: Arc<Loader>,
+    locks: ConversationLocks,
+    seqs: SeqCache,
+    limits: Limits,
+    /// Serialises hot swaps.
+    swap: tokio::sync::Mutex<()>,
+}
+
+impl Store {
+    pub(crate) fn new(name: String, client: Client<WasmBackend>, loader: Arc<Loader>, limits: Limits) -> Self {
+        let inner = Inner {
+            name,
+            client,
+            loader,
+            locks: ConversationLocks::default(),
+            seqs: SeqCache::default(),
+            limits,
+            swap: tokio::sync::Mutex::new(()),
+        };
+        Self { inner: Arc::new(inner) }
+    }
+
+    /// The store's name, from its configuration.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    pub(crate) fn client(&self) -> &Client<WasmBackend> {
+        &self.inner.client
+    }
+
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    pub(crate) fn seqs(&self) -> &SeqCache {
+        &self.inner.seqs
+    }
+
+    /// The lock of one conversation (display changes take it too).
+    pub(crate) async fn lock_conversation(&self, scope: &Scope, conversation_id: &str) -> OwnedMutexGuard<()> {
+        self.inner.locks.lock(scope, conversation_id).await
+    }
+
+    /// Runs `op` as a task of its own, so a caller that stops waiting (a timeout,
+    /// a dropped request) never leaves it half done.
+    async fn detached<T, Fut>(&self, op: impl FnOnce(Store) -> Fut) -> Result<T, Error>
+    where
+        Fut: Future<Output = Result<T, Error>> + Send + 'static,
+        T: Send + 'static,
+    {
+        tokio::spawn(op(self.clone())).await.map_err(|e| Error::Internal(format!("store task failed: {e}")))?
+    }
+
+    /// Finds or creates a conversation. Idempotent: an existing conversation is
+    /// returned unchanged and `meta` is ignored.
+    pub async fn open(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+        meta: ConversationMeta,
+    ) -> Result<ConversationInfo, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.open_now(&scope, &id, meta).await }).await
+    }
+
+    /// The conversation without its messages.
+    pub async fn info(&self, scope: &Scope, conversation_id: &str) -> Result<ConversationInfo, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.info_now(&scope, &id).await }).await
+    }
+
+    /// Replaces the conversation's title, agent id and metadata; its history,
+    /// version and `updated_at` stay. Returns the conversation with its new meta.
+    /// `NotFound` if it does not exist; `Unsupported` on a 0.1.0 adapter.
+    pub async fn update_meta(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+        meta: ConversationMeta,
+    ) -> Result<ConversationInfo, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.update_meta_now(&scope, &id, meta).await }).await
+    }
+
+    /// Appends a batch atomically. Messages whose id is already stored keep their
+    /// original seq and are not stored again, so retrying an acknowledged append is
+    /// safe. With `expected_version`, fails with `Conflict` if another writer changed
+    /// the conversation first (unless the whole batch was already stored).
+    pub async fn append(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+        messages: Vec<NewMessage>,
+        expected_version: Option<u64>,
+    ) -> Result<AppendOutcome, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.append_now(&scope, &id, messages, expected_version, None).await }).await
+    }
+
+    /// Appends a batch, creating the conversation (with `meta`) if it does not
+    /// exist yet — what session APIs expect of their first write.
+    pub async fn append_creating(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+        meta: ConversationMeta,
+        messages: Vec<NewMessage>,
+    ) -> Result<AppendOutcome, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.append_now(&scope, &id, messages, None, Some(meta)).await }).await
+    }
+
+    /// Replaces the whole history atomically; messages are renumbered from 1.
+    /// Returns the new version.
+    pub async fn replace(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+        messages: Vec<NewMessage>,
+        expected_version: Option<u64>,
+    ) -> Result<u64, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.replace_now(&scope, &id, messages, expected_version).await }).await
+    }
+
+    /// One page of messages in ascending seq order, with crash repair as requested.
+    pub async fn load(&self, scope: &Scope, conversation_id: &str, request: LoadRequest) -> Result<Page, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.load_now(&scope, &id, request).await }).await
+    }
+
+    /// The whole history, oldest first, read page by page under the conversation's
+    /// lock (writers of this conversation wait until it is read).
+    pub async fn load_all(&self, scope: &Scope, conversation_id: &str) -> Result<Vec<Message>, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.load_all_now(&scope, &id).await }).await
+    }
+
+    /// Removes every message after `seq`. Removing nothing is a no-op; a cut that
+    /// would keep a tool call and drop its result is refused.
+    pub async fn truncate_after(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+        seq: u64,
+        expected_version: Option<u64>,
+    ) -> Result<TruncateOutcome, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.truncate_after_now(&scope, &id, seq, expected_version).await }).await
+    }
+
+    /// Removes and returns the newest message (undo); `None` when empty.
+    pub async fn pop_last(&self, scope: &Scope, conversation_id: &str) -> Result<Option<Message>, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.pop_last_now(&scope, &id).await }).await
+    }
+
+    /// Deletes a conversation with its display records. Idempotent: returns whether
+    /// anything existed.
+    pub async fn delete(&self, scope: &Scope, conversation_id: &str) -> Result<bool, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.delete_now(&scope, &id).await }).await
+    }
+
+    /// One page of the scope's conversations, ordered by id.
+    pub async fn list(&self, scope: &Scope, cursor: Option<&str>, limit: u32) -> Result<ConversationPage, Error> {
+        let (scope, cursor) = (scope.clone(), cursor.map(str::to_owned));
+        self.detached(move |s| async move { s.list_now(&scope, cursor.as_deref(), limit).await }).await
+    }
+
+    /// Waits for running calls to finish and releases the adapter's instances.
+    /// Later calls fail with `Closed`.
+    pub async fn close(&self) {
+        self.inner.client.backend().close().await;
+    }
+}

@@ -1,0 +1,4 @@
+//! Small helpers every layer may use; they depend on nothing else in the crate.
+
+pub mod clock;
+pub mod hex;
