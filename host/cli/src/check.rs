@@ -4,14 +4,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use serde_json::json;
-use stowage::{AdapterSource, Grants};
-use stowage_tests::{Outcome, Subject, run_catalogue};
+use stowage::AdapterSource;
+use stowage_conformance::{Outcome, Subject, run_catalogue};
 
 use crate::context::{Context, bad_input, print_json};
-
-fn grants_for(capabilities: &[&str]) -> Grants {
-    Grants { sql: capabilities.contains(&"sql"), filesystem: capabilities.contains(&"filesystem") }
-}
 
 pub async fn check(ctx: &Context, adapter: &Path) -> anyhow::Result<ExitCode> {
     if !adapter.exists() {
@@ -20,9 +16,13 @@ pub async fn check(ctx: &Context, adapter: &Path) -> anyhow::Result<ExitCode> {
     let source = AdapterSource::File(adapter.to_path_buf());
     // Grant what the adapter asks for: it runs in a scratch directory.
     let description = ctx.runtime.describe(&source).await?;
-    let grants = grants_for(&description.capabilities);
+    let grants = description.grants();
     ctx.runtime.inspect(&source, grants).await?;
-    let report = run_catalogue(&Subject::file(adapter, grants)).await;
+    // The restart cases' new runtimes load the compiled adapter from the same disk cache, as a restarted host does.
+    if let Some(dir) = stowage::RuntimeConfig::default().cache_dir {
+        stowage_conformance::cache_compiled_components_in(dir);
+    }
+    let report = run_catalogue(&Subject::file(adapter, grants), &ctx.runtime).await;
     if ctx.global.json {
         let cases: Vec<_> = report
             .results
@@ -52,7 +52,7 @@ pub async fn inspect(ctx: &Context, adapter: &str) -> anyhow::Result<ExitCode> {
         return Err(bad_input(format!("{} does not exist and is not a built-in adapter name", path.display())));
     }
     let description = ctx.runtime.describe(&source).await?;
-    let grants = grants_for(&description.capabilities);
+    let grants = description.grants();
     let checks = ctx.runtime.inspect(&source, grants).await;
     let network = description.imports.iter().any(|i| i.starts_with("wasi:sockets/"));
     if ctx.global.json {
@@ -77,6 +77,9 @@ pub async fn inspect(ctx: &Context, adapter: &str) -> anyhow::Result<ExitCode> {
                 println!("contract:      stowage:store@{version} (this host: {})", stowage::CONTRACT_VERSION)
             }
             None => println!("contract:      none (does not export stowage:store/conversation-store)"),
+        }
+        if description.contract_version == Some("0.1.0") {
+            println!("integrity:     none: a 0.1.0 adapter cannot keep integrity tags or sealed records");
         }
         let capabilities =
             if description.capabilities.is_empty() { "none".to_owned() } else { description.capabilities.join(", ") };

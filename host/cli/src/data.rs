@@ -10,7 +10,12 @@ use stowage::{ConversationMeta, LoadFrom, LoadRequest, OrphanPolicy};
 use crate::context::{Context, bad_input, print_json, read_input};
 use crate::render;
 
-pub async fn append(ctx: &Context, conversation: &str, file: &str) -> anyhow::Result<ExitCode> {
+pub async fn append(
+    ctx: &Context,
+    conversation: &str,
+    file: &str,
+    expected_version: Option<u64>,
+) -> anyhow::Result<ExitCode> {
     let text = read_input(file)?;
     let messages = interchange::parse_messages(&text).with_context(|| format!("{file} holds no valid messages"))?;
     if messages.is_empty() {
@@ -18,8 +23,10 @@ pub async fn append(ctx: &Context, conversation: &str, file: &str) -> anyhow::Re
     }
     let store = ctx.open_store(None).await?;
     let scope = ctx.scope();
-    store.open(&scope, conversation, ConversationMeta::default()).await?;
-    let outcome = store.append(&scope, conversation, messages, None).await?;
+    let outcome = match expected_version {
+        None => store.append_creating(&scope, conversation, ConversationMeta::default(), messages).await?,
+        Some(_) => store.append(&scope, conversation, messages, expected_version).await?,
+    };
     if ctx.global.json {
         print_json(&outcome)?;
     } else {
@@ -54,7 +61,7 @@ pub struct LoadArgs {
     #[arg(long, default_value = "keep", value_parser = ["keep", "strip", "synthesize"])]
     orphans: String,
     /// Print the page as one JSON line in this format instead of text.
-    #[arg(long, value_parser = ["stowage", "openai", "anthropic"])]
+    #[arg(long, value_parser = crate::transfer::FORMATS)]
     format: Option<String>,
 }
 
@@ -81,7 +88,7 @@ pub async fn load(ctx: &Context, args: LoadArgs) -> anyhow::Result<ExitCode> {
     if let Some(format) = args.format {
         let format: Format = format.parse()?;
         let transcript = Transcript::from_stored(&args.conversation, info.meta, page.messages, Vec::new());
-        println!("{}", interchange::render_line(format, &transcript)?);
+        println!("{}", interchange::render_line(format, &transcript, interchange::Mode::Keep)?.text);
     } else if ctx.global.json {
         print_json(&page)?;
     } else {
@@ -146,9 +153,14 @@ pub async fn delete(ctx: &Context, conversation: &str) -> anyhow::Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn truncate(ctx: &Context, conversation: &str, after: u64) -> anyhow::Result<ExitCode> {
+pub async fn truncate(
+    ctx: &Context,
+    conversation: &str,
+    after: u64,
+    expected_version: Option<u64>,
+) -> anyhow::Result<ExitCode> {
     let store = ctx.open_store(None).await?;
-    let outcome = store.truncate_after(&ctx.scope(), conversation, after, None).await?;
+    let outcome = store.truncate_after(&ctx.scope(), conversation, after, expected_version).await?;
     if ctx.global.json {
         print_json(&outcome)?;
     } else {

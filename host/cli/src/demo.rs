@@ -162,6 +162,7 @@ pub async fn demo(ctx: &Context) -> anyhow::Result<ExitCode> {
             agent_id: Some("concierge".into()),
             title: Some("Lisbon day trip".into()),
             metadata: None,
+            extra: None,
         };
         store.open(&scope, CONVERSATION, meta).await?;
         let (display, sweep) = Display::open(store.clone(), DisplayOptions::default()).await?;

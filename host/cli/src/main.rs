@@ -5,12 +5,16 @@
 //! out, storage error); 5 version conflict; 6 `check`: the adapter failed an
 //! applicable conformance case; 7 `migrate`: verification found a difference.
 
+mod bench;
 mod check;
 mod context;
 mod data;
 mod demo;
+mod keys;
 mod migrate;
 mod render;
+mod scaffold;
+mod serve;
 mod transfer;
 
 use std::path::PathBuf;
@@ -65,6 +69,10 @@ enum Command {
         /// JSON Lines file, or `-` for standard input.
         #[arg(default_value = "-")]
         file: String,
+        /// Refuse (exit 5) unless the conversation is at this version (optimistic
+        /// concurrency); a batch already stored whole is still acknowledged.
+        #[arg(long, value_name = "VERSION")]
+        expected_version: Option<u64>,
     },
     /// Print a page of a conversation (newest messages by default).
     Load(data::LoadArgs),
@@ -81,22 +89,30 @@ enum Command {
         conversation: String,
         #[arg(long, value_name = "SEQ")]
         after: u64,
+        /// Refuse (exit 5) unless the conversation is at this version.
+        #[arg(long, value_name = "VERSION")]
+        expected_version: Option<u64>,
     },
     /// Import conversations from a JSON Lines file (one conversation per line) in
-    /// Stowage, OpenAI Chat Completions or Anthropic Messages format. The whole
+    /// Stowage, OpenAI Chat Completions, Anthropic Messages, OpenAI Responses items
+    /// or AI SDK UI messages format (docs/formats.md), without loss. The whole
     /// file is checked before anything is written; if writing fails part-way, the
     /// conversations this import created are removed again.
     Import {
         file: PathBuf,
         /// The file's format [default: detected per line]
-        #[arg(long, value_parser = ["stowage", "openai", "anthropic"])]
+        #[arg(long, value_parser = transfer::FORMATS)]
         format: Option<String>,
     },
     /// Export conversations (all of the scope when none are named) as JSON Lines.
     Export {
         conversations: Vec<String>,
-        #[arg(long, default_value = "stowage", value_parser = ["stowage", "openai", "anthropic"])]
+        #[arg(long, default_value = "stowage", value_parser = transfer::FORMATS)]
         format: String,
+        /// Only what the provider's API accepts: no `x_stowage` (ids, timestamps,
+        /// costs), no response-only members; what is left out goes to stderr.
+        #[arg(long)]
+        pure: bool,
         /// Write to this file (atomically) instead of standard output.
         #[arg(long, short)]
         output: Option<PathBuf>,
@@ -121,29 +137,66 @@ enum Command {
         to: String,
         conversations: Vec<String>,
     },
+    /// Add a fresh integrity key to the store's keyring (generated keys or
+    /// `key_file`) and make it current. Older keys stay, so every record tagged
+    /// before keeps verifying: history is never rewritten.
+    Rekey,
     /// The main job: play a multi-turn agent conversation with tool calls, thinking
     /// and a failure into the default store, reload it from a fresh host, show the
     /// transcript and the display events, then show the same data through another
     /// adapter.
     Demo,
+    /// Replay the pinned benchmark workload on the shipped adapters (or `--adapter
+    /// FILE.wasm`) next to a native SQLite baseline, each row in a fresh process, and
+    /// print the table with cold-start, memory and per-call probes.
+    Bench(bench::BenchArgs),
+    /// Serve the store over HTTP/JSON (`/v1/…`, SSE display events, /healthz,
+    /// /metrics, /v1/openapi.json) until SIGTERM; settings in the `[server]` table
+    /// of the configuration. Prints `listening on URL` once bound.
+    Serve {
+        /// Address to listen on [default: server.listen, else 127.0.0.1:7373]
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+    },
+    /// Write a minimal storage adapter into DIR (missing or empty) that builds with
+    /// its language's toolchain and passes `stowage check` (docs/adapters.md).
+    NewAdapter {
+        #[arg(long, value_enum)]
+        lang: scaffold::Lang,
+        dir: PathBuf,
+    },
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // The bench measures a runtime's start-up in its own processes: no context runtime.
+    let command = match cli.command {
+        Command::Bench(args) => return bench::bench(args).await,
+        Command::NewAdapter { lang, dir } => return scaffold::new_adapter(lang, &dir),
+        command => command,
+    };
     let ctx = Context::new(cli.global)?;
-    match cli.command {
-        Command::Append { conversation, file } => data::append(&ctx, &conversation, &file).await,
+    match command {
+        Command::Append { conversation, file, expected_version } => {
+            data::append(&ctx, &conversation, &file, expected_version).await
+        }
         Command::Load(args) => data::load(&ctx, args).await,
         Command::List { limit } => data::list(&ctx, limit).await,
         Command::Delete { conversation } => data::delete(&ctx, &conversation).await,
-        Command::Truncate { conversation, after } => data::truncate(&ctx, &conversation, after).await,
+        Command::Truncate { conversation, after, expected_version } => {
+            data::truncate(&ctx, &conversation, after, expected_version).await
+        }
         Command::Import { file, format } => transfer::import(&ctx, &file, format.as_deref()).await,
-        Command::Export { conversations, format, output } => {
-            transfer::export(&ctx, &conversations, &format, output).await
+        Command::Export { conversations, format, pure, output } => {
+            transfer::export(&ctx, &conversations, &format, pure, output).await
         }
         Command::Check { adapter } => check::check(&ctx, &adapter).await,
         Command::Inspect { adapter } => check::inspect(&ctx, &adapter).await,
         Command::Migrate { from, to, conversations } => migrate::migrate(&ctx, &from, &to, &conversations).await,
+        Command::Rekey => keys::rekey(&ctx),
         Command::Demo => demo::demo(&ctx).await,
+        Command::Serve { listen } => serve::serve(&ctx, listen).await,
+        Command::Bench(args) => bench::bench(args).await,
+        Command::NewAdapter { lang, dir } => scaffold::new_adapter(lang, &dir),
     }
 }
 

@@ -11,9 +11,6 @@ use stowage::{Display, DisplayOptions, DisplayRecord, Scope, Store};
 use crate::context::{Context, bad_input, print_json};
 use crate::transfer::{all_conversations, all_display, all_messages, write_transcript};
 
-/// Hidden test hook: exit abruptly after this many conversations, as a crash would.
-const ABORT_AFTER_ENV: &str = "STOWAGE_TEST_MIGRATE_ABORT_AFTER";
-
 /// What a display record must keep across stores (its seq and time stamps may not).
 fn display_key(r: &DisplayRecord) -> impl PartialEq + std::fmt::Debug + use<> {
     (
@@ -63,7 +60,6 @@ pub async fn migrate(ctx: &Context, from: &str, to: &str, conversations: &[Strin
     );
     let scope = ctx.scope();
     let ids = if conversations.is_empty() { all_conversations(&source, &scope).await? } else { conversations.to_vec() };
-    let abort_after: Option<usize> = std::env::var(ABORT_AFTER_ENV).ok().and_then(|v| v.parse().ok());
 
     let progress = if ctx.global.json || !std::io::stderr().is_terminal() {
         ProgressBar::hidden()
@@ -74,7 +70,7 @@ pub async fn migrate(ctx: &Context, from: &str, to: &str, conversations: &[Strin
         progress.set_style(style);
     }
     let (mut messages, mut new_messages, mut records) = (0usize, 0u64, 0usize);
-    for (done, id) in ids.iter().enumerate() {
+    for id in &ids {
         progress.set_message(id.clone());
         let info = source.info(&scope, id).await?;
         let transcript = Transcript::from_stored(
@@ -87,11 +83,6 @@ pub async fn migrate(ctx: &Context, from: &str, to: &str, conversations: &[Strin
         records += transcript.display.len();
         new_messages += write_transcript(&target, &target_display, &scope, id, &transcript).await?;
         progress.inc(1);
-        if abort_after == Some(done + 1) {
-            progress.abandon();
-            eprintln!("{ABORT_AFTER_ENV}: stopping abruptly after {} conversation(s)", done + 1);
-            std::process::exit(9);
-        }
     }
     progress.finish_and_clear();
 

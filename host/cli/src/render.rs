@@ -12,17 +12,24 @@ pub fn message(message: &Message) -> String {
     let role = role_name(message);
     for part in &message.parts {
         lines.push(match part {
-            Part::Text { text } => text.clone(),
-            Part::Thinking { text, signature, redacted } => {
+            Part::Text { text, .. } => text.clone(),
+            Part::Thinking { text, signature, redacted, .. } => {
                 let kind = if *redacted { "redacted thinking" } else { "thinking" };
                 let signed = if signature.is_some() { ", signed" } else { "" };
                 format!("[{kind}{signed}] {text}")
             }
-            Part::ToolCall { id, name, arguments } => format!("→ {name}({arguments})  [{id}]"),
-            Part::ToolResult { call_id, content, is_error } => {
+            Part::ToolCall { id, name, arguments, .. } => format!("→ {name}({arguments})  [{id}]"),
+            Part::ToolResult { call_id, content, is_error, .. } => {
                 format!("{} {content}  [{call_id}]", if *is_error { "✗" } else { "←" })
             }
             Part::Media { mime_type, name, .. } => format!("[{mime_type} {}]", name.as_deref().unwrap_or("")),
+            Part::Provider { format, value, .. } => {
+                let kind = serde_json::from_str::<serde_json::Value>(value.as_str())
+                    .ok()
+                    .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
+                    .unwrap_or_else(|| "block".into());
+                format!("[{format} {kind}]")
+            }
         });
     }
     if lines.is_empty() {

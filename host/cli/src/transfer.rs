@@ -1,39 +1,20 @@
-//! import and export, in Stowage, OpenAI and Anthropic JSON Lines.
+//! import and export, as JSON Lines in every transcript format (docs/formats.md).
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use sha2::{Digest, Sha256};
-use stowage::interchange::{self, Format, LineError, Transcript};
-use stowage::{Display, DisplayOptions, DisplayRecord, LoadRequest, Message, Scope, Store};
+use stowage::interchange::{self, Format, Mode, Transcript};
+use stowage::{Display, DisplayOptions, DisplayRecord, Message, Scope, Store};
 
 use crate::context::{Context, bad_input, print_json};
 
 /// Messages per append call while importing or migrating (each call is atomic).
 pub const BATCH: usize = 500;
 
-fn short_hash(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().take(8).map(|b| format!("{b:02x}")).collect()
-}
-
-/// Gives every conversation and message an id, deterministically, so importing
-/// the same file twice stores nothing twice.
-fn assign_ids(line_text: &str, transcript: &mut Transcript) -> String {
-    let conversation = transcript
-        .conversation_id
-        .get_or_insert_with(|| format!("import-{}", short_hash(line_text.as_bytes())))
-        .clone();
-    for (index, message) in transcript.messages.iter_mut().enumerate() {
-        if message.id.is_none() {
-            let fingerprint = serde_json::to_vec(&message.parts).unwrap_or_default();
-            message.id = Some(format!("{conversation}-{index}-{}", short_hash(&fingerprint)));
-        }
-    }
-    conversation
-}
+/// The `--format` names.
+pub const FORMATS: [&str; 5] = ["stowage", "openai", "anthropic", "openai-responses", "ai-sdk-ui"];
 
 /// Appends `transcript` to `store` (creating the conversation), then its display
 /// records if the conversation has none yet. Returns how many messages were new.
@@ -61,26 +42,13 @@ pub async fn write_transcript(
 pub async fn import(ctx: &Context, file: &Path, format: Option<&str>) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
     let format: Option<Format> = format.map(str::parse).transpose()?;
-    // Check the whole file before writing anything.
-    let mut transcripts: Vec<(usize, String, Transcript)> = Vec::new();
-    let mut first_line: HashMap<String, usize> = HashMap::new();
-    for (index, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let (_, mut transcript) = interchange::parse_line(format, index + 1, line)
-            .with_context(|| format!("{} cannot be imported", file.display()))?;
-        let id = assign_ids(line, &mut transcript);
-        if let Some(previous) = first_line.insert(id.clone(), index + 1) {
-            let err = LineError {
-                line: index + 1,
-                field: "conversation_id".into(),
-                reason: format!("conversation `{id}` already appears on line {previous}"),
-            };
-            return Err(anyhow::Error::new(err).context(format!("{} cannot be imported", file.display())));
-        }
-        transcripts.push((index + 1, id, transcript));
-    }
+    // Check the whole file before writing anything (ids are given deterministically,
+    // so importing the same file twice stores nothing twice).
+    let transcripts: Vec<(usize, String, Transcript)> = interchange::parse_file(format, &text)
+        .with_context(|| format!("{} cannot be imported", file.display()))?
+        .into_iter()
+        .map(|parsed| (parsed.line, parsed.conversation_id, parsed.transcript))
+        .collect();
     if transcripts.is_empty() {
         return Err(bad_input(format!("{} holds no conversations", file.display())));
     }
@@ -91,24 +59,24 @@ pub async fn import(ctx: &Context, file: &Path, format: Option<&str>) -> anyhow:
     let mut created = Vec::new();
     let mut summary = Vec::new();
     for (line, id, transcript) in &transcripts {
-        let existed = store.info(&scope, id).await.is_ok();
-        if !existed {
-            created.push(id.clone());
+        let result = async {
+            // Only a definite "not found" means this import creates the conversation;
+            // any other failure stops the import before it writes anything here.
+            match store.info(&scope, id).await {
+                Ok(_) => {}
+                Err(stowage::Error::NotFound) => created.push(id.clone()),
+                Err(e) => return Err(anyhow::Error::new(e).context(format!("checking whether `{id}` exists"))),
+            }
+            write_transcript(&store, &display, &scope, id, transcript).await
         }
-        match write_transcript(&store, &display, &scope, id, transcript).await {
+        .await;
+        match result {
             Ok(stored) => summary.push(serde_json::json!({
                 "conversation": id, "line": line, "messages": transcript.messages.len(), "new": stored,
             })),
             Err(err) => {
-                // Leave nothing of this file half-written.
-                for id in &created {
-                    let _ = store.delete(&scope, id).await;
-                }
-                return Err(err.context(format!(
-                    "importing line {line} of {} failed; the {} conversation(s) this import created were removed",
-                    file.display(),
-                    created.len()
-                )));
+                let cleanup = remove_created(&store, &scope, &created).await;
+                return Err(err.context(format!("importing line {line} of {} failed; {cleanup}", file.display())));
             }
         }
     }
@@ -127,21 +95,31 @@ pub async fn import(ctx: &Context, file: &Path, format: Option<&str>) -> anyhow:
     Ok(ExitCode::SUCCESS)
 }
 
-/// Every message of a conversation, in order.
-pub async fn all_messages(store: &Store, scope: &Scope, id: &str) -> anyhow::Result<Vec<Message>> {
-    let mut messages = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = store.load(scope, id, LoadRequest::after(after, 1000)).await?;
-        let Some(last) = page.messages.last() else { break };
-        after = last.seq;
-        let more = page.next_cursor.is_some();
-        messages.extend(page.messages);
-        if !more {
-            break;
+/// Deletes what an import created; says exactly what was and was not removed.
+async fn remove_created(store: &Store, scope: &Scope, created: &[String]) -> String {
+    let (mut removed, mut failed) = (Vec::new(), Vec::new());
+    for id in created {
+        match store.delete(scope, id).await {
+            Ok(true) => removed.push(id.as_str()),
+            Ok(false) => {}
+            Err(e) => failed.push(format!("`{id}` ({e})")),
         }
     }
-    Ok(messages)
+    let mut said = if removed.is_empty() {
+        "this import created no conversation that needed removing".to_owned()
+    } else {
+        format!("removed the {} conversation(s) this import created: {}", removed.len(), removed.join(", "))
+    };
+    if !failed.is_empty() {
+        said.push_str(&format!("; could NOT remove {}", failed.join(", ")));
+    }
+    said.push_str("; conversations that existed before keep what was appended (re-running the import is safe)");
+    said
+}
+
+/// Every message of a conversation, in order.
+pub async fn all_messages(store: &Store, scope: &Scope, id: &str) -> anyhow::Result<Vec<Message>> {
+    Ok(store.load_all(scope, id).await?)
 }
 
 /// Every display record of a conversation, in order.
@@ -176,22 +154,34 @@ pub async fn export(
     ctx: &Context,
     conversations: &[String],
     format: &str,
+    pure: bool,
     output: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
     let format: Format = format.parse()?;
+    if pure && format == Format::Stowage {
+        return Err(bad_input("--pure applies to provider formats, not `stowage`"));
+    }
+    let mode = if pure { Mode::Pure } else { Mode::Keep };
     let store = ctx.open_store(None).await?;
     let display = Display::persistent(store.clone(), DisplayOptions::default());
     let scope = ctx.scope();
     let ids = if conversations.is_empty() { all_conversations(&store, &scope).await? } else { conversations.to_vec() };
     let mut out = String::new();
+    let mut summary = Vec::new();
     for id in &ids {
         let info = store.info(&scope, id).await.with_context(|| format!("conversation `{id}`"))?;
         let messages = all_messages(&store, &scope, id).await?;
         let records = if format == Format::Stowage { all_display(&display, &scope, id).await? } else { Vec::new() };
         let transcript = Transcript::from_stored(id, info.meta, messages, records);
-        out.push_str(&interchange::render_line(format, &transcript)?);
+        let rendered = interchange::render_line(format, &transcript, mode)?;
+        out.push_str(&rendered.text);
         out.push('\n');
+        if !ctx.global.json && !rendered.dropped.is_empty() {
+            eprintln!("left out of `{id}` (pure {format}): {}", rendered.dropped);
+        }
+        summary.push(serde_json::json!({ "conversation": id, "dropped": rendered.dropped }));
     }
+    let to_file = output.is_some();
     match output {
         None => std::io::stdout().write_all(out.as_bytes())?,
         Some(path) => {
@@ -201,8 +191,15 @@ pub async fn export(
             tmp.write_all(out.as_bytes())?;
             tmp.as_file().sync_all()?;
             tmp.persist(&path).with_context(|| format!("writing {}", path.display()))?;
-            eprintln!("exported {} conversation(s) to {} ({format})", ids.len(), path.display());
+            if !ctx.global.json {
+                eprintln!("exported {} conversation(s) to {} ({format})", ids.len(), path.display());
+            }
         }
+    }
+    if ctx.global.json {
+        let report = serde_json::json!({ "format": format.name(), "pure": pure, "conversations": summary });
+        // Standard output holds the export itself unless it went to a file.
+        if to_file { print_json(&report)? } else { eprintln!("{report}") }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -141,8 +141,18 @@ fn import_export_round_trips_in_every_format() -> anyhow::Result<()> {
         let again = s.expect(&["--tenant", &tenant, "import", &file], None, 0)?;
         ensure!(again.contains("0 new"), "{format}: re-import must be idempotent: {again}");
         let back = s.expect(&["--tenant", &tenant, "export", "--format", "stowage"], None, 0)?;
-        ensure!(back == original, "{format} round trip differs:\n{back}\nvs\n{original}");
-        ensure!(back.contains(r#"{"model": "m",  "n": 1.50}"#), "metadata text not byte-identical: {back}");
+        if format == "stowage" {
+            ensure!(back == original, "{format} round trip differs:\n{back}\nvs\n{original}");
+            ensure!(back.contains(r#"{"model": "m",  "n": 1.50}"#), "metadata text not byte-identical: {back}");
+        } else {
+            // Through a provider format a JSON value comes back as the same value;
+            // its whitespace may be normalised (docs/formats.md).
+            let values = |text: &str| -> anyhow::Result<Vec<serde_json::Value>> {
+                text.lines().map(|l| Ok(serde_json::from_str(l)?)).collect()
+            };
+            ensure!(values(&back)? == values(&original)?, "{format} round trip differs:\n{back}\nvs\n{original}");
+            ensure!(back.contains("1.50"), "number spelling kept: {back}");
+        }
     }
     // A provider's own data imports too.
     let openai = r#"{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}"#;
@@ -171,7 +181,7 @@ fn inspect_and_check_certify_adapters() -> anyhow::Result<()> {
     let s = Sandbox::new()?;
     let out = s.expect(&["inspect", &guest("sqlite")], None, 0)?;
     ensure!(
-        out.contains("stowage:store@0.1.0") && out.contains("capabilities:  sql") && out.contains("passed"),
+        out.contains("stowage:store@0.2.0") && out.contains("capabilities:  sql") && out.contains("passed"),
         "{out}"
     );
     let json: serde_json::Value = serde_json::from_str(&s.expect(&["--json", "inspect", "filesystem"], None, 0)?)?;
@@ -190,29 +200,47 @@ fn inspect_and_check_certify_adapters() -> anyhow::Result<()> {
 }
 
 #[test]
-fn an_interrupted_migration_completes_when_run_again() -> anyhow::Result<()> {
+fn migration_copies_verifies_and_is_safe_to_run_again() -> anyhow::Result<()> {
     let s = Sandbox::new()?;
     s.write("stowage.toml", "default = \"main\"\n[stores.main]\nadapter = \"sqlite\"\ndata_dir = \"d/sqlite\"\n[stores.fs]\nadapter = \"filesystem\"\ndata_dir = \"d/fs\"\n")?;
     for i in 0..4 {
         s.expect(&["append", &format!("conv-{i}"), "-"], Some(MESSAGES), 0)?;
     }
-    let mut command = Command::cargo_bin("stowage")?;
-    let interrupted = command
-        .current_dir(s.dir.path())
-        .env("STOWAGE_CACHE_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-component-cache"))
-        .env("STOWAGE_TEST_MIGRATE_ABORT_AFTER", "2")
-        .args(["migrate", "--from", "main", "--to", "fs"])
-        .output()?;
-    ensure!(interrupted.status.code() == Some(9), "the test hook did not interrupt: {interrupted:?}");
-    let partial: serde_json::Value = serde_json::from_str(&s.expect(&["--store", "fs", "--json", "list"], None, 0)?)?;
-    ensure!(partial.as_array().map(Vec::len) == Some(2), "{partial}");
     let json: serde_json::Value =
         serde_json::from_str(&s.expect(&["--json", "migrate", "--from", "main", "--to", "fs"], None, 0)?)?;
-    ensure!(json["verified"] == true && json["new_messages"] == 8 && json["messages"] == 16, "{json}");
+    ensure!(json["verified"] == true && json["new_messages"] == 16 && json["messages"] == 16, "{json}");
     let again: serde_json::Value =
         serde_json::from_str(&s.expect(&["--json", "migrate", "--from", "main", "--to", "fs"], None, 0)?)?;
     ensure!(again["new_messages"] == 0 && again["verified"] == true, "{again}");
     s.expect(&["migrate", "--from", "main", "--to", "main"], None, 2)?;
+    Ok(())
+}
+
+#[test]
+fn a_failed_import_removes_only_what_it_created() -> anyhow::Result<()> {
+    let s = Sandbox::new()?;
+    s.write(
+        "stowage.toml",
+        "[stores.main]\nadapter = \"sqlite\"\ndata_dir = \"d\"\n[stores.main.limits]\nmax_message_bytes = 4096\n",
+    )?;
+    s.expect(&["append", "existed", "-"], Some(MESSAGES), 0)?;
+    let small = |id: &str, text: &str| {
+        format!(
+            r#"{{"conversation_id":"{id}","messages":[{{"id":"{id}-1","role":"user","parts":[{{"type":"text","text":"{text}"}}]}}]}}"#
+        )
+    };
+    let big = "x".repeat(8000);
+    let lines = [small("new-a", "hello"), small("existed", "one more"), small("new-b", &big)].join("\n");
+    let file = s.write("mixed.jsonl", format!("{lines}\n"))?;
+    let err = s.stderr(&["import", file.to_str().context("path")?])?;
+    ensure!(err.contains("line 3"), "names the failing line: {err}");
+    ensure!(err.contains("removed the 2 conversation(s) this import created: new-a, new-b"), "{err}");
+    ensure!(!err.contains("could NOT remove"), "{err}");
+    let listed: serde_json::Value = serde_json::from_str(&s.expect(&["--json", "list"], None, 0)?)?;
+    let ids: Vec<&str> = listed.as_array().into_iter().flatten().filter_map(|c| c["id"].as_str()).collect();
+    ensure!(ids == ["existed"], "only the conversation that existed before stays: {ids:?}");
+    let kept = s.expect(&["--json", "load", "existed"], None, 0)?;
+    ensure!(kept.contains("existed-1"), "what was appended to an existing conversation stays: {kept}");
     Ok(())
 }
 
@@ -227,5 +255,32 @@ fn demo_runs_the_main_job() -> anyhow::Result<()> {
     }
     // Running it again starts over and prints the same story.
     ensure!(s.expect(&["demo"], None, 0)?.contains("11 messages"));
+    Ok(())
+}
+
+#[test]
+fn rekey_adds_a_current_key_and_everything_tagged_before_still_verifies() -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Sandbox::new()?;
+    s.expect(&["append", "oslo", "-"], Some(MESSAGES), 0)?;
+    let rotated: serde_json::Value = serde_json::from_str(&s.expect(&["--json", "rekey"], None, 0)?)?;
+    ensure!(rotated["current"] == 2 && rotated["ids"] == serde_json::json!([1, 2]), "{rotated}");
+    let keys = s.path("stowage-data/sqlite/host/store.keys");
+    ensure!(std::fs::metadata(&keys)?.permissions().mode() & 0o077 == 0, "the key file stays owner-only");
+    let key_lines = std::fs::read_to_string(&keys)?.lines().filter(|l| !l.starts_with('#')).count();
+    ensure!(key_lines == 2, "the old key is kept: {key_lines} key lines");
+    let more = r#"{"id":"u2","role":"user","parts":[{"type":"text","text":"And Bergen?"}]}"#;
+    s.expect(&["append", "oslo", "-"], Some(more), 0)?;
+    let page: serde_json::Value = serde_json::from_str(&s.expect(&["--json", "load", "oslo"], None, 0)?)?;
+    ensure!(page["messages"].as_array().map(Vec::len) == Some(5), "old and new records load: {page}");
+    ensure!(page["unverified"].as_array().is_none_or(Vec::is_empty), "every record verified: {page}");
+
+    s.write(
+        "env.toml",
+        "[stores.a]\nadapter = \"sqlite\"\ndata_dir = \"env-data\"\nkey_env = \"STOWAGE_TEST_KEYRING\"\n",
+    )?;
+    let err = s.stderr(&["--config", "env.toml", "rekey"])?;
+    ensure!(err.contains("STOWAGE_TEST_KEYRING") && err.contains("append a new"), "{err}");
+    s.expect(&["--config", "env.toml", "rekey"], None, 2)?;
     Ok(())
 }
