@@ -60,7 +60,7 @@ pub use integrity::source::Rotation;
 pub use integrity::{KEY_FILE, Keyring};
 pub use model::{
     AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, DisplayContext, DisplayEvent, DisplayPage,
-    DisplayRecord, JsonText, LoadFrom, LoadRequest, MediaSource, Message, NewMessage, OrphanPolicy, OrphanedCall, Page,
+    DisplayRecord, JsonText, LoadFrom, LoadRequest, MediaSource, Message, MetaPatch, NewMessage, OrphanPolicy, OrphanedCall, Page,
     Part, RepairReport, Role, Scope, StopReason, SweepReport, SyntheticMessage, Timestamp, ToolInfo, ToolStatus,
     ToolUpdate, TruncateOutcome, Usage, content_type,
 };

@@ -3,7 +3,7 @@
 
 use crate::config::Limits;
 use crate::error::Error;
-use crate::model::{NewMessage, Part, Scope};
+use crate::model::{ConversationMeta, JsonText, NewMessage, Part, Scope};
 
 /// Longest conversation or message id, in bytes.
 pub const MAX_ID_BYTES: usize = 512;
@@ -91,8 +91,33 @@ pub fn message(index: usize, message: &NewMessage) -> Result<(), Error> {
     Ok(())
 }
 
+/// Checks a conversation's meta: its `metadata` is JSON, its `extra` a JSON
+/// object keyed by format name (as a message's).
+pub fn meta(meta: &ConversationMeta) -> Result<(), Error> {
+    meta_json(meta.metadata.as_ref(), meta.extra.as_ref())
+}
+
+/// [`meta`] of the JSON-valued fields alone (a patch's new values).
+pub fn meta_json(metadata: Option<&JsonText>, extra: Option<&JsonText>) -> Result<(), Error> {
+    if let Some(metadata) = metadata {
+        metadata.to_value().map_err(|e| Error::InvalidInput(format!("conversation metadata: {}", bare(e))))?;
+    }
+    if let Some(extra) = extra {
+        extra_object(extra).map_err(|e| Error::InvalidInput(format!("conversation extra: {e}")))?;
+    }
+    Ok(())
+}
+
+/// The message of an `InvalidInput` without its prefix.
+fn bare(e: Error) -> String {
+    match e {
+        Error::InvalidInput(message) => message,
+        other => other.to_string(),
+    }
+}
+
 /// Provider fields must be a JSON object keyed by format name.
-fn extra_object(extra: &crate::model::JsonText) -> Result<(), String> {
+fn extra_object(extra: &JsonText) -> Result<(), String> {
     match extra.to_value() {
         Ok(serde_json::Value::Object(_)) => Ok(()),
         _ => Err("must be a JSON object keyed by format name".into()),
@@ -132,5 +157,19 @@ mod tests {
         for fine in ["../x", "a/b", "..", "日本語 🚀", "C:\\x"] {
             assert!(conversation_id(fine).is_ok(), "{fine:?} is a legal id");
         }
+    }
+
+    #[test]
+    fn conversation_extra_must_be_an_object() -> Result<(), Error> {
+        let with = |extra: &str| -> Result<ConversationMeta, Error> {
+            Ok(ConversationMeta { extra: Some(JsonText::parse(extra)?), ..ConversationMeta::default() })
+        };
+        assert!(meta(&ConversationMeta::default()).is_ok());
+        assert!(meta(&with(r#"{"openai":{"model":"gpt"}}"#)?).is_ok());
+        for bad in ["[1]", "\"x\"", "null", "3"] {
+            let err = meta(&with(bad)?).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(err.contains("conversation extra: must be a JSON object"), "{bad}: {err:?}");
+        }
+        Ok(())
     }
 }

@@ -10,9 +10,12 @@
 //! not know is a 400 `unsupported_format` naming the known ones — never a silent
 //! fallback to `stowage`.
 //!
-//! Conversion is per value (`interchange::parse_message`): each request item
+//! Conversion is per value (`interchange::parse_values`): each request item
 //! becomes its own message(s) — a `UIMessage` may be several, every other value
-//! is one — and grouping across items is not done. Answers render the page's
+//! is one — and grouping across items is not done, but UIMessage boundaries are
+//! kept: an assistant UIMessage right after another one in the same request is
+//! marked to start a UIMessage of its own, so the two come back as two (not
+//! merged, as a run of assistant messages is rendered). Answers render the page's
 //! messages (`interchange::render_messages`), so a `UIMessage` whose steps span a
 //! page boundary is split there; load-all returns whole ones. `mode=keep` (the
 //! default) adds `x_stowage` where a format has no slot, so nothing is lost;
@@ -65,19 +68,19 @@ pub fn parse_mode(mode: Option<&str>, format: WireFormat) -> Result<Mode, ApiErr
 
 /// Request items in `format` → messages to store.
 pub fn decode(format: WireFormat, items: &[Box<RawValue>]) -> Result<Vec<NewMessage>, ApiError> {
+    if format != WireFormat::STOWAGE {
+        let texts: Vec<&str> = items.iter().map(|item| item.get()).collect();
+        return interchange::parse_values(format.0, &texts).map_err(|e| {
+            let field = if e.field.is_empty() || e.field == "(line)" { String::new() } else { format!(".{}", e.field) };
+            let i = e.index;
+            ApiError::new(Code::InvalidInput, format!("messages[{i}]{field}: {} ({})", e.reason, format.name()))
+        });
+    }
     let mut messages = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
-        if format == WireFormat::STOWAGE {
-            let message = decode_json::<NewMessage>(item.get().as_bytes())
-                .map_err(|e| ApiError { message: format!("messages[{i}]: {}", e.message), ..e })?;
-            messages.push(message);
-        } else {
-            let decoded = interchange::parse_message(format.0, item.get()).map_err(|e| {
-                let field = if e.field.is_empty() { String::new() } else { format!(".{}", e.field) };
-                ApiError::new(Code::InvalidInput, format!("messages[{i}]{field}: {} ({})", e.reason, format.name()))
-            })?;
-            messages.extend(decoded);
-        }
+        let message = decode_json::<NewMessage>(item.get().as_bytes())
+            .map_err(|e| ApiError { message: format!("messages[{i}]: {}", e.message), ..e })?;
+        messages.push(message);
     }
     Ok(messages)
 }

@@ -45,15 +45,15 @@ fn the_first_screen_gives_exactly_the_two_commands_ci_runs() {
     let lines = commands(&first.1);
     assert_eq!(
         lines,
-        ["cargo run -p stowage-cli -- demo", "cargo test --workspace"],
+        ["cargo run -p stowage-cli -- demo", "cargo test --workspace --no-fail-fast"],
         "nothing before the two commands"
     );
     // The first screen: the commands sit within the first 40 lines.
     let line_of = |needle: &str| readme.lines().position(|l| l.trim() == needle).expect("command line present");
-    assert!(line_of("cargo test --workspace") < 40, "the test command is on the first screen");
+    assert!(line_of("cargo test --workspace --no-fail-fast") < 40, "the test command is on the first screen");
 
     let ci = read(".ci/run");
-    assert!(ci.contains("test_command() { cargo test --workspace; }"), "CI runs the README's test command");
+    assert!(ci.contains("test_command() { cargo test --workspace --no-fail-fast; }"), "CI runs the README's test command");
     assert!(ci.contains("demo_command() { cargo run -p stowage-cli -- demo; }"), "CI runs the README's main job");
 }
 

@@ -26,6 +26,10 @@ use crate::config::Limits;
 use crate::error::{Error, LoadError};
 use crate::wit::{v0_1, v0_2};
 
+
+/// The SQL database a call wrote to and its write ticket, when the call must
+/// wait for that write to be durable before it returns.
+type PendingSync = Option<(Arc<SqlDatabase>, u64)>;
 /// An instance's exports, per contract version.
 pub enum Bindings {
     V0_1(v0_1::SqlAdapter),
@@ -274,7 +278,7 @@ impl InstancePool {
         admission: Admission,
         restarting: bool,
         counters: &Counters,
-    ) -> Result<(R, Option<(Arc<SqlDatabase>, u64)>), Error>
+    ) -> Result<(R, PendingSync), Error>
     where
         F: FnOnce(&mut Instance) -> wasmtime::Result<R>,
     {

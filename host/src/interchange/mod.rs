@@ -23,7 +23,8 @@
 //!
 //! **Single values.** [`parse_message`] and [`render_messages`] convert one
 //! native value at a time (a Chat or Anthropic message, a Responses item, a
-//! UIMessage), for servers and clients that store values as they come.
+//! UIMessage), for servers and clients that store values as they come;
+//! [`parse_values`] converts a list of them (keeping UIMessage boundaries).
 
 mod ai_sdk_ui;
 mod anthropic;
@@ -41,6 +42,7 @@ mod raw;
 mod residue;
 mod responses;
 mod stowage;
+mod values;
 
 #[cfg(test)]
 mod tests;
@@ -49,9 +51,9 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use self::fields::FieldError;
-use self::fields::Path;
 pub use self::ids::{ParsedLine, assign_ids, parse_file};
 pub use self::pure::Dropped;
+pub use self::values::{ValueError, parse_values};
 use self::pure::Out;
 use self::raw::Node;
 use crate::error::Error;
@@ -273,16 +275,10 @@ fn refuse_pure(mode: Mode) -> Result<(), Error> {
 /// and the tool results of each step), hence the `Vec`; every other value is
 /// one message. Values carry their residues and honour `x_stowage` exactly as
 /// lines do; grouping across values (consecutive Chat tool messages, runs of
-/// Responses items) is the caller's: each value here is its own message.
+/// Responses items) is the caller's: each value here is its own message. A
+/// list of values: [`parse_values`].
 pub fn parse_message(format: Format, text: &str) -> Result<Vec<NewMessage>, FieldError> {
-    let node = Node::parse(text).map_err(|e| Path::root().error(format!("not valid JSON: {e}")))?;
-    Ok(match format {
-        Format::Stowage => vec![stowage::parse_message(&node, text)?],
-        Format::OpenAi => vec![keep::parse_one(&node, openai::parse_group)?],
-        Format::Anthropic => vec![keep::parse_one(&node, anthropic::parse_group)?],
-        Format::OpenAiResponses => vec![keep::parse_one(&node, responses::parse_group)?],
-        Format::AiSdkUi => ai_sdk_ui::parse_value(&node)?,
-    })
+    values::parse_node(format, &values::parse_json(text)?, text, false)
 }
 
 /// Renders messages as native values (JSON texts): Chat messages (a tool

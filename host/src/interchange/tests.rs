@@ -197,3 +197,43 @@ fn pure_export_reports_what_it_leaves_out() -> TestResult {
     assert!(render_line(Format::Stowage, &transcript, Mode::Pure).is_err());
     Ok(())
 }
+
+#[test]
+fn a_list_of_ui_messages_keeps_its_boundaries() -> TestResult {
+    let values = [
+        r#"{"id":"u","role":"user","parts":[{"type":"text","text":"hi"}]}"#,
+        r#"{"id":"a","role":"assistant","parts":[{"type":"step-start"},{"type":"text","text":"one"}]}"#,
+        r#"{"id":"b","role":"assistant","parts":[{"type":"step-start"},{"type":"text","text":"two"}]}"#,
+        r#"{"id":"c","role":"assistant","parts":[{"type":"step-start"},{"type":"tool-f","toolCallId":"c1","state":"output-available","input":{},"output":"ok"},{"type":"step-start"},{"type":"text","text":"three"}]}"#,
+        r#"{"id":"u2","role":"user","parts":[{"type":"text","text":"and?"}]}"#,
+        r#"{"id":"d","role":"assistant","parts":[{"type":"text","text":"done"}]}"#,
+    ];
+    let messages = parse_values(Format::AiSdkUi, &values)?;
+    assert_eq!(messages.len(), 8, "c is a step, its result and a second step");
+    for mode in [Mode::Pure, Mode::Keep] {
+        let back = render_messages(Format::AiSdkUi, &messages, mode)?;
+        assert_eq!(back.values.len(), values.len(), "{mode:?}: {:?}", back.values);
+        for (got, want) in back.values.iter().zip(values) {
+            check_json(got, want, &format!("{mode:?}"))?;
+        }
+        let again = parse_values(Format::AiSdkUi, &back.values)?;
+        let same = again.len() == messages.len() && again.iter().zip(&messages).all(|(x, y)| same_message(x, y));
+        assert!(same, "{mode:?}: the rendered list reads back as the same messages");
+    }
+    // Converted one at a time, no value knows the one before it: a, b and c merge.
+    let mut one_by_one = Vec::new();
+    for value in values {
+        one_by_one.extend(parse_message(Format::AiSdkUi, value)?);
+    }
+    assert_eq!(render_messages(Format::AiSdkUi, &one_by_one, Mode::Pure)?.values.len(), 4);
+    // Other formats convert a list value by value.
+    let chat = [r#"{"role":"assistant","content":"x"}"#, r#"{"role":"assistant","content":"y"}"#];
+    assert_eq!(parse_values(Format::OpenAi, &chat)?.len(), 2);
+    // The first bad value is named by its index and field.
+    let bad = [values[0], r#"{"id":"x","role":"robot","parts":[]}"#];
+    let error = parse_values(Format::AiSdkUi, &bad).err();
+    assert!(error.as_ref().is_some_and(|e| e.index == 1 && e.field == "role"), "{error:?}");
+    let error = parse_values(Format::AiSdkUi, &["{"]).err();
+    assert!(error.is_some_and(|e| e.index == 0 && e.reason.starts_with("not valid JSON")));
+    Ok(())
+}

@@ -35,6 +35,29 @@ pub struct ConversationMeta {
     pub extra: Option<JsonText>,
 }
 
+/// A change to a conversation's meta ([`crate::Store::patch_meta`]): per field,
+/// `None` keeps what is stored, `Some(None)` clears it and `Some(Some(v))`
+/// sets it (JSON-valued fields are replaced whole, not merged).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MetaPatch {
+    pub agent_id: Option<Option<String>>,
+    pub title: Option<Option<String>>,
+    pub metadata: Option<Option<JsonText>>,
+    pub extra: Option<Option<JsonText>>,
+}
+
+impl MetaPatch {
+    /// `meta` with the patch applied.
+    pub fn apply(self, meta: ConversationMeta) -> ConversationMeta {
+        ConversationMeta {
+            agent_id: self.agent_id.unwrap_or(meta.agent_id),
+            title: self.title.unwrap_or(meta.title),
+            metadata: self.metadata.unwrap_or(meta.metadata),
+            extra: self.extra.unwrap_or(meta.extra),
+        }
+    }
+}
+
 /// A conversation without its messages. JSON form: `meta`'s fields sit beside
 /// the others.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@ mod json;
 mod message;
 mod page;
 
-pub use self::conversation::{ConversationInfo, ConversationMeta, Scope};
+pub use self::conversation::{ConversationInfo, ConversationMeta, MetaPatch, Scope};
 pub use self::display::{
     DisplayContext, DisplayEvent, DisplayPage, DisplayRecord, SweepReport, SyntheticMessage, ToolInfo, ToolStatus,
     ToolUpdate, content_type,

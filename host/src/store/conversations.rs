@@ -1,10 +1,10 @@
-//! Opening, reading, listing and deleting conversations, and the ownership check
-//! writes rely on.
+//! Opening, reading, changing the meta of, listing and deleting conversations,
+//! and the ownership check writes rely on.
 
 use super::Store;
 use crate::cursor;
 use crate::error::Error;
-use crate::model::{ConversationInfo, ConversationMeta, ConversationPage, Scope};
+use crate::model::{ConversationInfo, ConversationMeta, ConversationPage, JsonText, MetaPatch, Scope};
 use crate::util::clock::now_millis;
 use crate::validate;
 
@@ -21,9 +21,7 @@ impl Store {
         meta: ConversationMeta,
     ) -> Result<ConversationInfo, Error> {
         self.check_key(scope, id)?;
-        if let Some(metadata) = &meta.metadata {
-            metadata.to_value()?;
-        }
+        validate::meta(&meta)?;
         let _guard = self.lock_conversation(scope, id).await;
         let info = self.client().open(scope, id, &meta, now_millis()).await?;
         self.seqs().set_last_seq(scope, id, info.last_seq);
@@ -42,12 +40,33 @@ impl Store {
         id: &str,
         meta: ConversationMeta,
     ) -> Result<ConversationInfo, Error> {
+        validate::meta(&meta)?;
+        self.change_meta(scope, id, |_| meta).await
+    }
+
+    pub(super) async fn patch_meta_now(
+        &self,
+        scope: &Scope,
+        id: &str,
+        patch: MetaPatch,
+    ) -> Result<ConversationInfo, Error> {
+        let new_value = |field: &Option<Option<JsonText>>| field.as_ref().and_then(Option::as_ref);
+        validate::meta_json(new_value(&patch.metadata), new_value(&patch.extra))?;
+        self.change_meta(scope, id, |stored| patch.apply(stored)).await
+    }
+
+    /// Replaces the meta with `change(stored meta)` under the conversation's
+    /// lock, so concurrent changes do not undo each other.
+    async fn change_meta(
+        &self,
+        scope: &Scope,
+        id: &str,
+        change: impl FnOnce(ConversationMeta) -> ConversationMeta,
+    ) -> Result<ConversationInfo, Error> {
         self.check_key(scope, id)?;
-        if let Some(metadata) = &meta.metadata {
-            metadata.to_value()?;
-        }
         let _guard = self.lock_conversation(scope, id).await;
         let mut info = self.info_locked(scope, id).await?;
+        let meta = change(std::mem::take(&mut info.meta));
         self.client().update_meta(scope, id, &meta, info.created_at).await?;
         info.meta = meta;
         Ok(info)

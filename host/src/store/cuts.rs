@@ -37,10 +37,44 @@ impl Scan<'_> {
     }
 }
 
+/// A tool call a cut would keep while removing its result.
+struct Split {
+    call: String,
+    call_seq: u64,
+    result_seq: u64,
+}
+
+/// What cuts history, for the wording of a refusal.
+#[derive(Clone, Copy)]
+enum Cut {
+    /// Truncate after this seq.
+    After(u64),
+    /// Pop the newest message.
+    Pop,
+}
+
+impl Split {
+    /// The refusal of `cut`, naming the call and the seqs to cut at instead.
+    fn refusal(&self, cut: Cut) -> Error {
+        let (call, call_seq, result_seq) = (validate::shown(&self.call), self.call_seq, self.result_seq);
+        let before_call = call_seq.saturating_sub(1);
+        Error::InvalidInput(match cut {
+            Cut::After(seq) => format!(
+                "truncating after seq {seq} would separate tool call \"{call}\" (seq {call_seq}) from its result \
+                 (seq {result_seq}); truncate after seq {before_call} or after seq {result_seq}"
+            ),
+            Cut::Pop => format!(
+                "pop would separate tool call \"{call}\" (seq {call_seq}) from its result (seq {result_seq}, the \
+                 newest message); truncate after seq {before_call} to remove both"
+            ),
+        })
+    }
+}
+
 impl Store {
-    /// Refuses a cut after `seq` that would keep a tool call and drop its result,
-    /// naming the call and the seqs to cut at instead. The caller holds the lock.
-    async fn check_pairs(&self, scope: &Scope, id: &str, seq: u64) -> Result<(), Error> {
+    /// The tool call a cut after `seq` would keep while removing its result, if
+    /// any. The caller holds the lock.
+    async fn find_split(&self, scope: &Scope, id: &str, seq: u64) -> Result<Option<Split>, Error> {
         // Only ids are kept: the part that would be removed may be large.
         let mut removed_calls: HashSet<String> = HashSet::new();
         let mut removed_results: Vec<(String, u64)> = Vec::new();
@@ -58,13 +92,13 @@ impl Store {
                 }
             }
         }
-        let mut results: Vec<(&str, u64)> = removed_results
+        let results: Vec<(&str, u64)> = removed_results
             .iter()
             .filter(|(call, _)| !removed_calls.contains(call))
             .map(|(call, seq)| (call.as_str(), *seq))
             .collect();
         if results.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         // Look for those calls among the messages that would be kept, newest first.
         let mut backward = Scan { store: self, scope, id, next: Some(Range::Before(seq.saturating_add(1))) };
@@ -75,23 +109,16 @@ impl Store {
                     if let Part::ToolCall { id, .. } = p
                         && let Some((_, result_seq)) = results.iter().find(|(call, _)| *call == id)
                     {
-                        return Err(Error::InvalidInput(format!(
-                            "truncating after seq {seq} would separate tool call \"{}\" (seq {}) from its result \
-                             (seq {result_seq}); truncate after seq {} or after seq {result_seq}",
-                            validate::shown(id),
-                            m.seq,
-                            m.seq.saturating_sub(1)
-                        )));
+                        return Ok(Some(Split { call: id.clone(), call_seq: m.seq, result_seq: *result_seq }));
                     }
                 }
             }
             scanned += page.len() as u64;
             if scanned >= MAX_PAIR_SCAN {
-                results.clear();
                 break;
             }
         }
-        Ok(())
+        Ok(None)
     }
 
     pub(super) async fn truncate_after_now(
@@ -103,7 +130,7 @@ impl Store {
     ) -> Result<TruncateOutcome, Error> {
         self.check_key(scope, id)?;
         let _guard = self.lock_conversation(scope, id).await;
-        self.truncate_locked(scope, id, seq, expected_version).await
+        self.truncate_locked(scope, id, seq, expected_version, Cut::After(seq)).await
     }
 
     async fn truncate_locked(
@@ -112,9 +139,12 @@ impl Store {
         id: &str,
         seq: u64,
         expected_version: Option<u64>,
+        cut: Cut,
     ) -> Result<TruncateOutcome, Error> {
         let last = self.owned_last_seq(scope, id).await?;
-        self.check_pairs(scope, id, seq).await?;
+        if let Some(split) = self.find_split(scope, id, seq).await? {
+            return Err(split.refusal(cut));
+        }
         match self.client().truncate_after(scope, id, seq, expected_version, now_millis()).await {
             Ok(reply) => {
                 if reply.removed > 0 {
@@ -144,7 +174,7 @@ impl Store {
                 .client()
                 .violation_in(id, format!("the newest message has seq {}, info says {}", last.seq, info.last_seq)));
         }
-        self.truncate_locked(scope, id, last.seq.saturating_sub(1), Some(info.version)).await?;
+        self.truncate_locked(scope, id, last.seq.saturating_sub(1), Some(info.version), Cut::Pop).await?;
         Ok(Some(last))
     }
 }

@@ -76,6 +76,9 @@ impl Store {
         create: Option<ConversationMeta>,
     ) -> Result<AppendOutcome, Error> {
         self.check_key(scope, id)?;
+        if let Some(meta) = &create {
+            validate::meta(meta)?;
+        }
         let (ids, prepared) = self.prepare(scope, id, messages)?;
         let _guard = self.lock_conversation(scope, id).await;
         let last = match (self.owned_last_seq(scope, id).await, create) {

@@ -6,7 +6,7 @@
 //!
 //! - `history`: prepare, append (with the numbering protocol), replace, load.
 //! - `cuts`: tool-pair checks, truncate, pop-last.
-//! - `conversations`: open, info, delete, list, ownership.
+//! - `conversations`: open, info, meta changes, delete, list, ownership.
 //! - `supervision`: health, stats, hot swap with its smoke test.
 //!
 //! Every operation runs as a task of its own ([`Store::detached`]): a caller that
@@ -34,7 +34,7 @@ use crate::config::Limits;
 use crate::error::Error;
 use crate::locks::ConversationLocks;
 use crate::model::{
-    AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, LoadRequest, Message, NewMessage, Page, Scope,
+    AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, LoadRequest, Message, MetaPatch, NewMessage, Page, Scope,
     TruncateOutcome,
 };
 
@@ -119,8 +119,8 @@ impl Store {
         self.detached(move |s| async move { s.info_now(&scope, &id).await }).await
     }
 
-    /// Replaces the conversation's title, agent id and metadata; its history,
-    /// version and `updated_at` stay. Returns the conversation with its new meta.
+    /// Replaces the conversation's meta (title, agent id, metadata and extra);
+    /// its history, version and `updated_at` stay. Returns the conversation with its new meta.
     /// `NotFound` if it does not exist; `Unsupported` on a 0.1.0 adapter.
     pub async fn update_meta(
         &self,
@@ -130,6 +130,19 @@ impl Store {
     ) -> Result<ConversationInfo, Error> {
         let (scope, id) = (scope.clone(), conversation_id.to_owned());
         self.detached(move |s| async move { s.update_meta_now(&scope, &id, meta).await }).await
+    }
+
+    /// Changes some of the conversation's meta ([`MetaPatch`]: fields left
+    /// `None` keep their stored value), atomically under the conversation's
+    /// lock; like [`Store::update_meta`] otherwise.
+    pub async fn patch_meta(
+        &self,
+        scope: &Scope,
+        conversation_id: &str,
+        patch: MetaPatch,
+    ) -> Result<ConversationInfo, Error> {
+        let (scope, id) = (scope.clone(), conversation_id.to_owned());
+        self.detached(move |s| async move { s.patch_meta_now(&scope, &id, patch).await }).await
     }
 
     /// Appends a batch atomically. Messages whose id is already stored keep their

@@ -362,41 +362,39 @@ impl DisplayBackend for WasmBackend {
         }
     }
 
-    fn display_find_by_status(
+    async fn display_find_by_status(
         &self,
         statuses: Vec<String>,
         after: Option<DisplayPosition>,
         limit: u32,
-    ) -> impl Future<Output = Result<Vec<RawLocated>, Error>> + Send {
-        async move {
-            let tenants = self.sweep_tenants(after.as_ref()).await?;
-            let mut found = Vec::new();
-            for tenant in tenants {
-                let want = limit.saturating_sub(u32::try_from(found.len()).unwrap_or(u32::MAX));
-                if want == 0 {
-                    break;
-                }
-                let (statuses, after) = (statuses.clone(), after.clone());
-                let page: Vec<RawLocated> = self
-                    .call(&tenant, move |i| match &i.bindings {
-                        Bindings::V0_2(b) => {
-                            let position = after.as_ref().map(v0_2::position);
-                            Ok(b.stowage_store_display_store()
-                                .call_find_by_status(&mut i.store, &statuses, position.as_ref(), want)?
-                                .map(|found| found.into_iter().map(v0_2::located_back).collect())
-                                .map_err(v0_2::error))
-                        }
-                        Bindings::V0_1(b) => Ok(b
-                            .stowage_store_display_store()
-                            .call_find_by_status(&mut i.store, &statuses, want)?
-                            .map_err(v0_1::error)
-                            .and_then(|found| found.into_iter().map(v0_1::located_back).collect())),
-                    })
-                    .await?;
-                found.extend(page);
+    ) -> Result<Vec<RawLocated>, Error> {
+        let tenants = self.sweep_tenants(after.as_ref()).await?;
+        let mut found = Vec::new();
+        for tenant in tenants {
+            let want = limit.saturating_sub(u32::try_from(found.len()).unwrap_or(u32::MAX));
+            if want == 0 {
+                break;
             }
-            Ok(found)
+            let (statuses, after) = (statuses.clone(), after.clone());
+            let page: Vec<RawLocated> = self
+                .call(&tenant, move |i| match &i.bindings {
+                    Bindings::V0_2(b) => {
+                        let position = after.as_ref().map(v0_2::position);
+                        Ok(b.stowage_store_display_store()
+                            .call_find_by_status(&mut i.store, &statuses, position.as_ref(), want)?
+                            .map(|found| found.into_iter().map(v0_2::located_back).collect())
+                            .map_err(v0_2::error))
+                    }
+                    Bindings::V0_1(b) => Ok(b
+                        .stowage_store_display_store()
+                        .call_find_by_status(&mut i.store, &statuses, want)?
+                        .map_err(v0_1::error)
+                        .and_then(|found| found.into_iter().map(v0_1::located_back).collect())),
+                })
+                .await?;
+            found.extend(page);
         }
+        Ok(found)
     }
 }
 

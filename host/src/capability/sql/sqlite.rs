@@ -169,7 +169,7 @@ impl Connection for Sqlite {
 
     fn query(&mut self, statement: &str, params: &[Value], max_bytes: u64) -> Result<Rows, SqlErrorKind> {
         let mut stmt = self.conn.prepare_cached(statement).map_err(map_error)?;
-        let columns: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+        let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
         let width = columns.len();
         let mut out = Vec::new();
         let mut total: u64 = 0;

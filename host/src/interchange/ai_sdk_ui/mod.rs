@@ -60,12 +60,13 @@ pub fn parse_messages(items: &[Node<'_>], path: &Path) -> Result<Vec<NewMessage>
     Ok(messages)
 }
 
-/// The Stowage messages of one UIMessage value.
-pub fn parse_value(item: &Node<'_>) -> Result<Vec<NewMessage>> {
+/// The Stowage messages of one UIMessage value; `after_assistant` when it
+/// follows an assistant UIMessage in a list (it then starts anew: `$new`).
+pub fn parse_value(item: &Node<'_>, after_assistant: bool) -> Result<Vec<NewMessage>> {
     let root = Path::root();
     Fields::of(item, &root)?;
     let ext: Option<UiExt> = extension::read(item, &root)?;
-    let mut group = message::parse(&extension::strip(item), &root, false)?;
+    let mut group = message::parse(&extension::strip(item), &root, after_assistant)?;
     if let Some(ext) = ext {
         apply(&mut group, ext);
     }
@@ -82,7 +83,8 @@ fn apply(group: &mut Vec<NewMessage>, ext: UiExt) {
     }
 }
 
-fn is_assistant(item: &Node<'_>) -> bool {
+/// Whether a UIMessage is an assistant one.
+pub fn is_assistant(item: &Node<'_>) -> bool {
     let role = item.as_object().and_then(|o| o.get("role")).and_then(Node::as_str).and_then(|r| r.ok());
     role.as_deref() == Some("assistant")
 }
