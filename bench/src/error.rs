@@ -8,6 +8,9 @@ use std::path::PathBuf;
 pub enum BenchError {
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A PostgreSQL row's server or connection pool failed (with the error's causes).
+    #[error("postgres: {0}")]
+    Postgres(String),
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
     #[error("{path}: {source}")]
@@ -30,6 +33,28 @@ impl BenchError {
     /// Wraps an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io { path: path.into(), source }
+    }
+}
+
+impl From<tokio_postgres::Error> for BenchError {
+    fn from(error: tokio_postgres::Error) -> Self {
+        // tokio-postgres' Display leaves the cause (the server's message) out.
+        let mut text = error.to_string();
+        let mut source = std::error::Error::source(&error);
+        while let Some(cause) = source {
+            text.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        Self::Postgres(text)
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for BenchError {
+    fn from(error: deadpool_postgres::PoolError) -> Self {
+        match error {
+            deadpool_postgres::PoolError::Backend(e) => e.into(),
+            other => Self::Postgres(format!("connection pool: {other}")),
+        }
     }
 }
 

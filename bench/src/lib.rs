@@ -4,7 +4,8 @@
 //!
 //! - [`workload`]: the generator (splitmix64 per message, 64 words, four shapes, digests).
 //! - [`stats`]: median, nearest-rank p99, throughput.
-//! - [`runner`]: the async seam a store implements; [`native`]: the baseline's implementation.
+//! - [`runner`]: the async seam a store implements; [`native`]: the baseline's implementation;
+//!   [`native_pg`]: the tokio-postgres baseline on the server of [`pg`] (opt-in rows).
 //! - [`phases`]: A, C, B, D and E (concurrent agents), timing exactly one call each.
 //! - [`walwatch`]: attributes SQLite WAL checkpoints to calls, from the files.
 //! - [`report`]: per-run results, medians over runs, ratios against native, the table.
@@ -16,6 +17,8 @@
 pub mod error;
 pub mod machine;
 pub mod native;
+pub mod native_pg;
+pub mod pg;
 pub mod phases;
 pub mod probes;
 pub mod report;

@@ -64,9 +64,9 @@ impl ProbeKind {
 }
 
 /// The probes a row gets, in the order they must run (cold fills the cache warm uses).
-/// Python rows get none.
+/// Python rows and the PostgreSQL rows (whose stores live on a server) get none.
 pub fn probes_for(row: &str) -> Result<Vec<ProbeKind>> {
-    if row.starts_with("py:") {
+    if row.starts_with("py:") || crate::rows::POSTGRES_ROWS.contains(&row) {
         return Ok(Vec::new());
     }
     let mut kinds = vec![ProbeKind::FirstAppendCold, ProbeKind::FirstAppendWarm];
@@ -94,6 +94,10 @@ pub fn peak_rss_bytes() -> Result<u64> {
 pub async fn run_probe(row: &str, kind: ProbeKind, base: &Path, cache_dir: &Path, round: u32) -> Result<RunResult> {
     let start_rss = peak_rss_bytes()?;
     let spec = RowSpec::parse(row)?;
+    let no_probes = || BenchError::Config(format!("row {row} has no probes (its store lives on a server)"));
+    if matches!(&spec, RowSpec::NativePg | RowSpec::Stowage(StowageRow { postgres: true, .. })) {
+        return Err(no_probes());
+    }
     let dir =
         tempfile::Builder::new().prefix("stowage-probe-").tempdir_in(base).map_err(|e| BenchError::io(base, e))?;
     let mut result = RunResult {
@@ -123,6 +127,7 @@ pub async fn run_probe(row: &str, kind: ProbeKind, base: &Path, cache_dir: &Path
             }
             let parts = match &spec {
                 RowSpec::Native(durability) => native_first_append(dir.path(), *durability).await?,
+                RowSpec::NativePg => return Err(no_probes()),
                 RowSpec::Stowage(stowage) => {
                     result.metrics.insert(key::P_ADAPTER_BYTES.into(), stowage.adapter_bytes()? as f64);
                     stowage_first_append(stowage, dir.path(), cache_dir).await?
@@ -147,7 +152,7 @@ pub async fn run_probe(row: &str, kind: ProbeKind, base: &Path, cache_dir: &Path
         (RowSpec::Stowage(stowage), ProbeKind::CallCost) => {
             call_cost(stowage, dir.path(), cache_dir, &mut result).await?
         }
-        (RowSpec::Native(_), ProbeKind::CallCost) => {
+        (RowSpec::Native(_) | RowSpec::NativePg, ProbeKind::CallCost) => {
             return Err(BenchError::Config("the call-cost probe is for Stowage rows".into()));
         }
     }

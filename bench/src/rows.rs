@@ -1,5 +1,6 @@
 //! Row ids and measuring one row in this process: the native baselines
-//! (`native-full`, `native-normal`) and the Stowage rows ([`crate::stowage_store::row`]).
+//! (`native-full`, `native-normal`), the Stowage rows ([`crate::stowage_store::row`]) and
+//! the opt-in PostgreSQL rows ([`POSTGRES_ROWS`], not among the defaults: they need a server).
 //! Python rows (`py:PEER`) are measured by `bench/peers/run.py`, not here.
 
 use std::path::Path;
@@ -8,19 +9,27 @@ use stowage::Runtime;
 
 use crate::error::{BenchError, Result};
 use crate::native::{Durability, NativeKind};
+use crate::native_pg::NativePgKind;
 use crate::phases::{Phases, Scale, run_row};
 use crate::report::RunResult;
 use crate::stowage_store::{
-    ADAPTER_PREFIX, AdapterChoice, BUILTIN_ROWS, DEFAULT_E_INSTANCES, StowageKind, StowageRow, runtime_config,
+    ADAPTER_PREFIX, AdapterChoice, BUILTIN_ROWS, DEFAULT_E_INSTANCES, POSTGRES_ROW, StowageKind, StowageRow,
+    runtime_config,
 };
 
 /// The native baseline rows.
 pub const NATIVE_ROWS: [&str; 2] = ["native-full", "native-normal"];
 
+/// The PostgreSQL rows (opt-in): the tokio-postgres baseline and the SQL adapter on the
+/// server of [`crate::pg`]; the second's ratios are taken against the first.
+pub const POSTGRES_ROWS: [&str; 2] = [crate::native_pg::ROW, POSTGRES_ROW];
+
 /// A row this crate measures itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RowSpec {
     Native(Durability),
+    /// The native tokio-postgres baseline.
+    NativePg,
     Stowage(StowageRow),
 }
 
@@ -29,13 +38,15 @@ impl RowSpec {
         match id {
             "native-full" => return Ok(Self::Native(Durability::Full)),
             "native-normal" => return Ok(Self::Native(Durability::Normal)),
+            crate::native_pg::ROW => return Ok(Self::NativePg),
             _ => {}
         }
         StowageRow::parse(id)?.map(Self::Stowage).ok_or_else(|| {
             BenchError::Config(format!(
-                "unknown row `{id}`; rows: {}, {}, {ADAPTER_PREFIX}PATH[:GRANT,…] (and py:PEER in a suite)",
+                "unknown row `{id}`; rows: {}, {}, {}, {ADAPTER_PREFIX}PATH[:GRANT,…] (and py:PEER in a suite)",
                 NATIVE_ROWS.join(", "),
-                BUILTIN_ROWS.join(", ")
+                BUILTIN_ROWS.join(", "),
+                POSTGRES_ROWS.join(", ")
             ))
         })
     }
@@ -53,9 +64,10 @@ pub struct RowOptions {
     /// Round of the suite this run belongs to.
     pub round: u32,
     pub phases: Phases,
-    /// Native rows: connections in phase E's pool.
+    /// Native SQLite rows: connections in phase E's pool.
     pub e_pool: usize,
-    /// Stowage rows: cap on adapter instances in phase E.
+    /// Stowage rows: cap on adapter instances in phase E; `native-pg`: on its pool's
+    /// connections (as many as the Stowage PostgreSQL row's pool).
     pub e_instances: u32,
 }
 
@@ -72,6 +84,10 @@ pub async fn measure_row(row: &str, base: &Path, options: &RowOptions) -> Result
     match RowSpec::parse(row)? {
         RowSpec::Native(durability) => {
             let kind = NativeKind { durability, e_pool: options.e_pool };
+            run_row(&kind, base, scale, round, phases).await
+        }
+        RowSpec::NativePg => {
+            let kind = NativePgKind::new(crate::pg::base_url(), options.e_instances as usize).await?;
             run_row(&kind, base, scale, round, phases).await
         }
         RowSpec::Stowage(stowage) => {
@@ -123,6 +139,11 @@ mod tests {
         }
         assert!(RowSpec::parse("py:sqlite3").is_err());
         assert_eq!(RowSpec::parse("native-normal").unwrap(), RowSpec::Native(Durability::Normal));
+        assert_eq!(RowSpec::parse("native-pg").unwrap(), RowSpec::NativePg);
+        assert!(matches!(RowSpec::parse("stowage-sqlite-pg").unwrap(), RowSpec::Stowage(row) if row.postgres));
+        for row in POSTGRES_ROWS {
+            assert!(!default_rows().iter().any(|r| r == row), "{row} must stay opt-in");
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,8 +7,8 @@
 //! `load_all`. Each of those must include the store's own serialisation, its commit (as
 //! durable as the row's setting promises) and, for loads, decoding back to in-memory values.
 //!
-//! Implemented by the native rusqlite baseline ([`crate::native`]) and by Stowage
-//! ([`crate::stowage_store`]).
+//! Implemented by the native rusqlite baseline ([`crate::native`]), the native
+//! tokio-postgres baseline ([`crate::native_pg`]) and by Stowage ([`crate::stowage_store`]).
 
 use std::future::Future;
 use std::path::Path;
@@ -17,6 +17,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::workload::Message;
+
+/// The `sync` of the PostgreSQL rows: commits are as durable as the server's
+/// `synchronous_commit`. Their ratios are taken against `native-pg` only.
+pub const POSTGRES_SYNC: &str = "PG";
 
 /// What a row of the table is: shown in reports, and used to pick the native row that
 /// ratios are taken against (the native row of the same `sync`).
@@ -90,6 +94,12 @@ pub trait StoreRunner: Send + Sync + 'static {
     /// checks are skipped, and the run says so.
     fn keeps_messages(&self) -> bool {
         true
+    }
+
+    /// Bytes the store keeps outside its directory (a database server's schema), for
+    /// phase D; `None` for stores whose data all lives under the directory. Untimed.
+    fn server_bytes(&self) -> impl Future<Output = Result<Option<u64>>> + Send {
+        std::future::ready(Ok(None))
     }
 
     /// Closes every handle and waits for pending writes to be flushed. Untimed.

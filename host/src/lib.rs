@@ -60,9 +60,9 @@ pub use integrity::source::Rotation;
 pub use integrity::{KEY_FILE, Keyring};
 pub use model::{
     AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, DisplayContext, DisplayEvent, DisplayPage,
-    DisplayRecord, JsonText, LoadFrom, LoadRequest, MediaSource, Message, MetaPatch, NewMessage, OrphanPolicy, OrphanedCall, Page,
-    Part, RepairReport, Role, Scope, StopReason, SweepReport, SyntheticMessage, Timestamp, ToolInfo, ToolStatus,
-    ToolUpdate, TruncateOutcome, Usage, content_type,
+    DisplayRecord, JsonText, LoadFrom, LoadRequest, MediaSource, Message, MetaPatch, NewMessage, OrphanPolicy,
+    OrphanedCall, Page, Part, RepairReport, Role, Scope, StopReason, SweepReport, SyntheticMessage, Timestamp,
+    ToolInfo, ToolStatus, ToolUpdate, TruncateOutcome, Usage, content_type,
 };
 pub use repair::INTERRUPTED_RESULT;
 pub use runtime::{AdapterReport, ComponentDescription, Runtime, rotate_keys, sql_database_path};

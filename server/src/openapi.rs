@@ -54,12 +54,13 @@ fn typed<T: DeserializeOwned>(example: &str) -> Result<(), String> {
 
 /// Decodes a request example as the handler of `operation` does.
 pub fn check_request_example(operation: &str, example: &str) -> Result<(), String> {
-    use routes::{display as d, messages as m};
+    use routes::{conversations as c, display as d, messages as m};
     let messages = |items: &[Box<serde_json::value::RawValue>]| {
         format::decode(WireFormat::STOWAGE, items).map(|_| ()).map_err(|e| e.message)
     };
     match operation {
-        "openConversation" => typed::<stowage::ConversationMeta>(example),
+        "openConversation" => typed::<c::MetaBody>(example),
+        "updateConversation" => typed::<c::PatchBody>(example),
         "appendMessages" => {
             messages(&decode_json::<m::AppendBody>(example.as_bytes()).map_err(|e| e.message)?.messages)
         }
@@ -109,7 +110,7 @@ pub fn check_response_example(operation: &str, status: &str, example: &str) -> R
     }
     match operation {
         "listConversations" => typed::<stowage::ConversationPage>(example),
-        "openConversation" | "getConversation" => typed::<stowage::ConversationInfo>(example),
+        "openConversation" | "getConversation" | "updateConversation" => typed::<stowage::ConversationInfo>(example),
         "deleteConversation" => typed::<c::Deleted>(example),
         "appendMessages" => typed::<stowage::AppendOutcome>(example),
         "replaceMessages" => typed::<m::Replaced>(example),

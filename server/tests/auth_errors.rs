@@ -172,7 +172,7 @@ async fn errors_carry_stable_codes_and_bad_input_is_never_a_500() -> Result<()> 
         ),
         ("GET", "/v1/conversations/c/display?limit=0".into(), vec![], None, 400, "invalid_input"),
         ("GET", "/v1/nowhere".into(), vec![], None, 404, "no_route"),
-        ("PATCH", "/v1/conversations/c".into(), vec![], None, 405, "method_not_allowed"),
+        ("PATCH", "/v1/conversations/c/messages".into(), vec![], None, 405, "method_not_allowed"),
     ];
     for (method, path, headers, body, status, code) in cases {
         let reply = acme.send(method, &path, &headers, body).await?;

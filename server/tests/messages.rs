@@ -218,3 +218,70 @@ async fn formats_convert_through_interchange_and_unknown_ones_are_refused() -> R
     );
     server.stop().await
 }
+
+/// A list of UIMessages comes back exactly as sent: consecutive assistant
+/// UIMessages stay apart (a run of assistant messages is otherwise rendered as
+/// one UIMessage), through append and replace alike.
+#[tokio::test]
+async fn consecutive_assistant_ui_messages_keep_their_boundaries() -> Result<()> {
+    let mut server = TestServer::start(|_| {}).await?;
+    let acme = server.acme();
+    let step = |text: &str| json!([{ "type": "step-start" }, { "type": "text", "text": text }]);
+    let ui = json!([
+        { "id": "u", "role": "user", "parts": [{ "type": "text", "text": "hi" }] },
+        { "id": "a", "role": "assistant", "parts": step("one") },
+        { "id": "b", "role": "assistant", "parts": step("two") },
+        { "id": "c", "role": "assistant", "metadata": { "n": 3 }, "parts": step("three") },
+    ]);
+    let path = "/v1/conversations/ui/messages";
+    let body = json!({ "messages": ui, "create_if_missing": true });
+    let stored = acme.post(&format!("{path}?format=ai-sdk-ui"), &body).await?;
+    assert_eq!(stored.status, 200, "{}", stored.text());
+    assert_eq!(seqs(&stored.json()?), vec![1, 2, 3, 4]);
+    let back = acme.get(&format!("{path}/all?format=ai-sdk-ui&mode=pure")).await?.json()?;
+    assert_eq!(back["messages"], ui);
+    // Keep mode adds only what a UIMessage has no slot for (the stored timestamps).
+    let mut kept = acme.get(&format!("{path}/all?format=ai-sdk-ui")).await?.json()?;
+    for message in kept["messages"].as_array_mut().ok_or("messages")? {
+        message.as_object_mut().and_then(|m| m.remove("x_stowage")).ok_or("x_stowage")?;
+    }
+    assert_eq!(kept["messages"], ui);
+    let reordered = json!([ui[0], ui[2], ui[1], { "id": "u2", "role": "user", "parts": [{ "type": "text", "text": "ok" }] }, ui[3]]);
+    let replaced = acme.put(&format!("{path}?format=ai-sdk-ui"), &json!({ "messages": reordered })).await?;
+    assert_eq!(replaced.status, 200, "{}", replaced.text());
+    let back = acme.get(&format!("{path}/all?format=ai-sdk-ui&mode=pure")).await?.json()?;
+    assert_eq!(back["messages"], reordered);
+    // A bad item is named by its index.
+    let bad = json!({ "messages": [ui[0], { "id": "x", "role": "robot", "parts": [] }] });
+    let refused = acme.post(&format!("{path}?format=ai-sdk-ui"), &bad).await?;
+    assert_eq!((refused.status, refused.code().as_str()), (400, "invalid_input"));
+    let message = refused.json()?["error"]["message"].as_str().unwrap_or_default().to_owned();
+    assert!(message.starts_with("messages[1].role: "), "{message}");
+    server.stop().await
+}
+
+/// Pop refuses to separate a tool call from its result in words of its own.
+#[tokio::test]
+async fn a_refused_pop_says_what_pop_would_separate() -> Result<()> {
+    let mut server = TestServer::start(|_| {}).await?;
+    let acme = server.acme();
+    let path = "/v1/conversations/tools/messages";
+    let messages = json!([
+        text("user", "weather?", Some("m1")),
+        { "id": "m2", "role": "assistant", "parts": [{ "type": "tool_call", "id": "call-9", "name": "weather", "arguments": "{}" }] },
+        { "id": "m3", "role": "tool", "parts": [{ "type": "tool_result", "call_id": "call-9", "content": "sunny" }] },
+    ]);
+    assert_eq!(acme.post(path, &json!({ "messages": messages, "create_if_missing": true })).await?.status, 200);
+    let refused = acme.send("POST", &format!("{path}/pop"), &[], None).await?;
+    assert_eq!((refused.status, refused.code().as_str()), (400, "invalid_input"), "{}", refused.text());
+    let message = refused.json()?["error"]["message"].as_str().unwrap_or_default().to_owned();
+    assert!(message.contains(r#"pop would separate tool call "call-9" (seq 2) from its result (seq 3"#), "{message}");
+    assert!(message.contains("truncate after seq 1") && !message.contains("truncating"), "{message}");
+    // Truncate keeps its own wording.
+    let cut = acme.delete(&format!("{path}?after=2")).await?;
+    let message = cut.json()?["error"]["message"].as_str().unwrap_or_default().to_owned();
+    assert!(message.contains(r#"truncating after seq 2 would separate tool call "call-9""#), "{message}");
+    let all = acme.get(&format!("{path}/all")).await?.json()?;
+    assert_eq!(message_ids(&all), ["m1", "m2", "m3"], "nothing was removed");
+    server.stop().await
+}

@@ -53,7 +53,10 @@ fn the_first_screen_gives_exactly_the_two_commands_ci_runs() {
     assert!(line_of("cargo test --workspace --no-fail-fast") < 40, "the test command is on the first screen");
 
     let ci = read(".ci/run");
-    assert!(ci.contains("test_command() { cargo test --workspace --no-fail-fast; }"), "CI runs the README's test command");
+    assert!(
+        ci.contains("test_command() { cargo test --workspace --no-fail-fast; }"),
+        "CI runs the README's test command"
+    );
     assert!(ci.contains("demo_command() { cargo run -p stowage-cli -- demo; }"), "CI runs the README's main job");
 }
 

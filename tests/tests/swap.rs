@@ -136,7 +136,9 @@ async fn a_hundred_swaps_between_two_versions_under_concurrent_writers_lose_and_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_call_already_running_finishes_on_the_old_adapter_while_the_new_one_serves() -> anyhow::Result<()> {
-    const STALL: Duration = Duration::from_millis(1500);
+    // Long enough that a swap which waited for the running call (drained the
+    // old adapter first) cannot finish inside it, with room for a loaded machine.
+    const STALL: Duration = Duration::from_millis(4000);
     let dir = tempfile::tempdir()?;
     let config = StoreConfig::builtin(Builtin::Sqlite, dir.path());
     let store = shared_runtime()?.open_store(config.clone()).await?;
@@ -174,6 +176,16 @@ async fn a_call_already_running_finishes_on_the_old_adapter_while_the_new_one_se
         "the slow call ended before the swap and a read on the new adapter did, after {:?}: the swap waited for \
          it, or the stall struck another call, and this proves nothing",
         started.elapsed()
+    );
+    // The call's result alone cannot tell: a swap that drained the old adapter
+    // first returns once the stalled statement ends, while the call still makes
+    // its commit durable. The stall can: the swap and the read must finish
+    // inside it.
+    let swapped_after = started.elapsed();
+    ensure!(
+        swapped_after < STALL,
+        "the swap and a read on the new adapter took {swapped_after:?}, longer than the running call's {STALL:?} \
+         stall: the swap waited for the call instead of letting it finish on the old adapter"
     );
     let out = slow.await?.context("the running call must complete on the old adapter")?;
     ensure!(out.seqs == [2] && out.stored == 1, "{out:?}");

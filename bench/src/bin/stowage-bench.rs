@@ -61,10 +61,10 @@ enum Cmd {
         /// Run phase E's whole concurrency curve, not only its main and large points.
         #[arg(long)]
         e_curve: bool,
-        /// Native rows: connections in phase E's pool.
+        /// Native SQLite rows: connections in phase E's pool.
         #[arg(long, default_value_t = 1)]
         e_pool: usize,
-        /// Stowage rows: cap on adapter instances in phase E.
+        /// Stowage rows: cap on adapter instances in phase E (`native-pg`: on its pool).
         #[arg(long, default_value_t = DEFAULT_E_INSTANCES)]
         e_instances: u32,
     },
@@ -88,7 +88,8 @@ enum Cmd {
         #[arg(long, default_value_t = 3)]
         runs: u32,
         /// Comma-separated rows; `py:PEER` rows run the Python harness [default: native,
-        /// every Stowage row on the shipped adapters, the Python peers].
+        /// every Stowage row on the shipped adapters, the Python peers]; the opt-in
+        /// `native-pg`, `stowage-sqlite-pg` need the server of STOWAGE_BENCH_POSTGRES_URL.
         #[arg(long)]
         rows: Option<String>,
         /// Python interpreter with bench/peers/requirements.txt installed.

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{CurvePoint, RowSummary, RunResult, key};
+use crate::runner::POSTGRES_SYNC;
 use crate::stats::{Bucket, median};
 
 /// Median and range of one figure over the runs.
@@ -87,12 +88,17 @@ fn summarise(mine: &[&RunResult], all: &[RunResult]) -> Option<RowSummary> {
 }
 
 /// The native run of the same round and sync setting, else the FULL one of that round.
+/// A PostgreSQL row (sync [`POSTGRES_SYNC`]) is only ever compared with `native-pg`, the
+/// baseline of that sync: without it in the round, it gets no ratios.
 fn baseline_for<'a>(run: &RunResult, all: &'a [RunResult]) -> Option<&'a RunResult> {
     let same_round = |r: &&RunResult| r.description.baseline && r.run == run.run;
-    all.iter()
-        .filter(same_round)
-        .find(|r| r.description.sync.eq_ignore_ascii_case(&run.description.sync))
-        .or_else(|| all.iter().filter(same_round).find(|r| r.description.sync.eq_ignore_ascii_case("FULL")))
+    let sync = &run.description.sync;
+    all.iter().filter(same_round).find(|r| r.description.sync.eq_ignore_ascii_case(sync)).or_else(|| {
+        if sync.eq_ignore_ascii_case(POSTGRES_SYNC) {
+            return None;
+        }
+        all.iter().filter(same_round).find(|r| r.description.sync.eq_ignore_ascii_case("FULL"))
+    })
 }
 
 fn median_buckets(runs: &[&RunResult]) -> Vec<Bucket> {
@@ -194,5 +200,27 @@ mod tests {
         assert_eq!(rows[0].ratios[key::A_MEDIAN], 1.0);
         assert_eq!(peer.a_buckets[0].median_us, 300.0);
         assert_eq!(peer.e_curve[0].msgs_per_s, 300.0);
+    }
+
+    #[test]
+    fn postgres_rows_are_compared_with_native_pg_only() {
+        let runs = vec![
+            run("native-full", "FULL", true, 0, 100.0),
+            run("native-pg", "PG", true, 0, 400.0),
+            run("stowage-sqlite-full", "FULL", false, 0, 300.0),
+            run("stowage-sqlite-pg", "PG", false, 0, 1000.0),
+            run("stowage-null", "none", false, 0, 50.0),
+            // A round without native-pg: the PostgreSQL row gets no ratio, not native-full's.
+            run("native-full", "FULL", true, 1, 100.0),
+            run("stowage-sqlite-pg", "PG", false, 1, 1000.0),
+        ];
+        let rows = merge(&runs);
+        let ratio = |row: &str| rows.iter().find(|r| r.description.row == row).unwrap().ratios[key::A_MEDIAN];
+        assert_eq!(ratio("stowage-sqlite-pg"), 2.5);
+        assert_eq!(ratio("native-pg"), 1.0);
+        assert_eq!(ratio("stowage-sqlite-full"), 3.0);
+        assert_eq!(ratio("stowage-null"), 0.5);
+        let pg = rows.iter().find(|r| r.description.row == "stowage-sqlite-pg").unwrap();
+        assert_eq!(pg.runs, 2);
     }
 }

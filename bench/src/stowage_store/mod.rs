@@ -13,6 +13,9 @@
 //! - Phase E: `Limits::instances` = min(agents, `e_instances`), and
 //!   `Limits::max_waiting_calls` raised to cover every agent; the runtime's
 //!   `max_instances` is raised to match ([`runtime_config`]).
+//! - `stowage-sqlite-pg`: `StoreConfig::sql` names the server of [`crate::pg`], in a
+//!   fresh schema per store (dropped when it closes); the host's pool holds
+//!   `Limits::instances` connections.
 
 pub mod convert;
 pub mod row;
@@ -20,10 +23,11 @@ pub mod row;
 use std::path::{Path, PathBuf};
 
 use stowage::{ConversationMeta, Grants, LoadRequest, Message as Stored, NewMessage, Runtime, RuntimeConfig, Scope};
-use stowage::{Store, StoreConfig};
+use stowage::{SqlTarget, Store, StoreConfig};
 
-pub use self::row::{ADAPTER_PREFIX, AdapterChoice, BUILTIN_ROWS, StowageRow, store_error};
+pub use self::row::{ADAPTER_PREFIX, AdapterChoice, BUILTIN_ROWS, POSTGRES_ROW, StowageRow, store_error};
 use crate::error::Result;
+use crate::pg::{PgSchema, base_url, describe_server};
 use crate::runner::{OpenFor, RowDescription, StoreKind, StoreRunner};
 use crate::workload::Message;
 
@@ -57,13 +61,22 @@ pub struct StowageKind {
     grants: Grants,
     /// Phase E: at most this many adapter instances serve the store at once.
     pub e_instances: u32,
+    /// A PostgreSQL row: the server's URL (without a schema) and what it is.
+    server: Option<(String, String)>,
 }
 
 impl StowageKind {
     /// A kind for `row` on `runtime` (resolves a third-party adapter's grants once).
     pub async fn new(row: StowageRow, runtime: Runtime, e_instances: u32) -> Result<Self> {
         let grants = row.grants(&runtime).await?;
-        Ok(Self { row, runtime, grants, e_instances: e_instances.max(1) })
+        let server = if row.postgres {
+            let url = base_url();
+            let description = describe_server(&url).await?;
+            Some((url, description))
+        } else {
+            None
+        };
+        Ok(Self { row, runtime, grants, e_instances: e_instances.max(1), server })
     }
 
     /// The store configuration of this row, with its data in `dir`.
@@ -101,6 +114,12 @@ impl StoreKind for StowageKind {
                 limits.instances, limits.max_page_size, self.e_instances
             ),
         ];
+        if let Some((_, server)) = &self.server {
+            notes.push(format!(
+                "sql on PostgreSQL ({server}), a fresh schema per store; sql_sync does not apply: commits are as \
+                 durable as the server's synchronous_commit; the host's pool holds `instances` connections"
+            ));
+        }
         if !self.row.keeps_messages() {
             notes.push("keeps nothing: loads return nothing and the read-back checks are skipped".into());
         }
@@ -119,8 +138,17 @@ impl StoreKind for StowageKind {
     }
 
     async fn open(&self, dir: &Path, purpose: OpenFor) -> Result<StowageRunner> {
-        let store = self.runtime.open_store(self.config(dir, purpose)).await.map_err(store_error)?;
-        Ok(StowageRunner { store, scope: bench_scope(), keeps: self.row.keeps_messages() })
+        let mut config = self.config(dir, purpose);
+        let schema = match &self.server {
+            Some((url, _)) => {
+                let schema = PgSchema::create(url).await?;
+                config.sql = SqlTarget { url: Some(schema.url.clone()) };
+                Some(schema)
+            }
+            None => None,
+        };
+        let store = self.runtime.open_store(config).await.map_err(store_error)?;
+        Ok(StowageRunner { store, scope: bench_scope(), keeps: self.row.keeps_messages(), schema })
     }
 }
 
@@ -129,6 +157,8 @@ pub struct StowageRunner {
     store: Store,
     scope: Scope,
     keeps: bool,
+    /// A PostgreSQL row's schema, dropped after the store closes.
+    schema: Option<PgSchema>,
 }
 
 impl StowageRunner {
@@ -174,9 +204,19 @@ impl StoreRunner for StowageRunner {
         self.keeps
     }
 
+    async fn server_bytes(&self) -> Result<Option<u64>> {
+        match &self.schema {
+            Some(schema) => schema.bytes().await.map(Some),
+            None => Ok(None),
+        }
+    }
+
     async fn close(self) -> Result<()> {
         self.store.close().await;
-        Ok(())
+        match self.schema {
+            Some(schema) => schema.drop_now().await,
+            None => Ok(()),
+        }
     }
 }
 

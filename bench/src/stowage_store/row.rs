@@ -7,6 +7,8 @@
 //! - `stowage-sqlite-full-sealed`: FULL with `Integrity { seal: true }` (what sealing costs).
 //! - `stowage-filesystem`: the filesystem adapter (it `sync_data`s every appended frame).
 //! - `stowage-null`: the null adapter (keeps nothing: read-back checks are skipped).
+//! - `stowage-sqlite-pg` (opt-in, not a default row): the SQL adapter on the PostgreSQL
+//!   server of [`crate::pg`], a fresh schema per store; its ratios are against `native-pg`.
 //! - `adapter:PATH[:GRANT,GRANT]`: any third-party component at `sql_sync` FULL; without
 //!   grants, the capabilities its imports ask for (`Runtime::describe(..).grants()`).
 
@@ -25,6 +27,9 @@ pub const BUILTIN_ROWS: [&str; 6] = [
     "stowage-filesystem",
     "stowage-null",
 ];
+
+/// The SQL adapter on a PostgreSQL server (opt-in: needs a server).
+pub const POSTGRES_ROW: &str = "stowage-sqlite-pg";
 
 /// Prefix of third-party adapter rows.
 pub const ADAPTER_PREFIX: &str = "adapter:";
@@ -48,13 +53,16 @@ pub struct StowageRow {
     pub adapter: AdapterChoice,
     pub sync: SqlSync,
     pub integrity: Integrity,
+    /// The `sql` capability on the PostgreSQL server of [`crate::pg`], not a SQLite file.
+    pub postgres: bool,
 }
 
 impl StowageRow {
     /// Parses a Stowage row id; `Ok(None)` when `id` is not one (a native or Python row).
     pub fn parse(id: &str) -> Result<Option<Self>> {
         let full = SqlSync::Full;
-        let row = |adapter, sync, integrity| Some(Self { id: id.to_string(), adapter, sync, integrity });
+        let row =
+            |adapter, sync, integrity| Some(Self { id: id.to_string(), adapter, sync, integrity, postgres: false });
         let sqlite = AdapterChoice::Builtin(Builtin::Sqlite);
         let default = Integrity::default();
         Ok(match id {
@@ -64,11 +72,14 @@ impl StowageRow {
             "stowage-sqlite-full-sealed" => row(sqlite, full, Integrity { seal: true, ..default }),
             "stowage-filesystem" => row(AdapterChoice::Builtin(Builtin::Filesystem), full, default),
             "stowage-null" => row(AdapterChoice::Builtin(Builtin::Null), full, default),
+            POSTGRES_ROW => {
+                Some(Self { id: id.into(), adapter: sqlite, sync: full, integrity: default, postgres: true })
+            }
             other => match other.strip_prefix(ADAPTER_PREFIX) {
                 Some(rest) => row(parse_file(rest)?, full, default),
                 None if other.starts_with("stowage-") => {
                     return Err(BenchError::Config(format!(
-                        "unknown Stowage row `{other}`; rows: {}, {ADAPTER_PREFIX}PATH[:GRANT,…]",
+                        "unknown Stowage row `{other}`; rows: {}, {POSTGRES_ROW}, {ADAPTER_PREFIX}PATH[:GRANT,…]",
                         BUILTIN_ROWS.join(", ")
                     )));
                 }
@@ -103,6 +114,7 @@ impl StowageRow {
         let integrity = match (self.integrity.tags, self.integrity.seal) {
             (false, _) => ", untagged",
             (true, true) => ", sealed",
+            (true, false) if self.postgres => " on PostgreSQL",
             (true, false) => "",
         };
         match &self.adapter {
@@ -117,6 +129,7 @@ impl StowageRow {
     /// SQLite's name for the durability the row promises (pairs it with a native row).
     pub fn sync_label(&self) -> &'static str {
         match (&self.adapter, self.sync) {
+            _ if self.postgres => crate::runner::POSTGRES_SYNC,
             (AdapterChoice::Builtin(Builtin::Null), _) => "none",
             (_, SqlSync::Normal) => "NORMAL",
             _ => "FULL",
@@ -176,6 +189,15 @@ pub fn store_error(error: stowage::Error) -> BenchError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_the_postgres_row() {
+        let row = StowageRow::parse(POSTGRES_ROW).unwrap().unwrap();
+        assert!(row.postgres && row.keeps_messages() && !row.probes_call_cost());
+        assert_eq!(row.adapter, AdapterChoice::Builtin(Builtin::Sqlite));
+        assert_eq!((row.label().as_str(), row.sync_label()), ("Stowage sqlite on PostgreSQL", "PG"));
+        assert!(!BUILTIN_ROWS.contains(&POSTGRES_ROW));
+    }
 
     #[test]
     fn parses_builtin_rows() {

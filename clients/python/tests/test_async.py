@@ -48,6 +48,11 @@ async def test_every_async_method(aclient: AsyncStowageClient, conv: str) -> Non
     info = await aclient.open_conversation(conv, title="async", metadata={"a": 1})
     assert info.title == "async" and (await aclient.create_conversation(conv)).title == "async"
     assert (await aclient.get_conversation(conv)).metadata == {"a": 1}
+    renamed = await aclient.update_conversation(conv, title="renamed", metadata=None)
+    assert (renamed.title, renamed.metadata) == ("renamed", None)
+    assert (await aclient.get_conversation(conv)).to_dict() == renamed.to_dict()
+    with pytest.raises(NotFound):
+        await aclient.update_conversation(conv + "-missing", title="x")
 
     out = await aclient.append(conv, [NewMessage.user(f"m{i}") for i in range(5)], idempotency_key="k1")
     retry = await aclient.append(conv, [NewMessage.user(f"m{i}") for i in range(5)], idempotency_key="k1")

@@ -6,7 +6,16 @@ import uuid
 
 import pytest
 
-from stowage_client import ConversationInfo, ConversationMeta, NewMessage, NotFound, StowageClient
+from stowage_client import (
+    UNSET,
+    ConversationInfo,
+    ConversationMeta,
+    InvalidInput,
+    InvalidJson,
+    NewMessage,
+    NotFound,
+    StowageClient,
+)
 
 
 def test_health_openapi_and_metrics(client: StowageClient) -> None:
@@ -122,3 +131,41 @@ def test_client_reads_url_and_token_from_the_environment(server, monkeypatch, co
     monkeypatch.delenv("STOWAGE_URL")
     with pytest.raises(ValueError):
         StowageClient()
+
+
+def test_update_changes_only_the_fields_given(client: StowageClient, conv: str) -> None:
+    with pytest.raises(NotFound):
+        client.update_conversation(conv, title="nothing to rename")
+    created = client.open_conversation(
+        conv, agent_id="agent-7", title="Trip", metadata={"k": 1}, extra={"myapp": {"x": 1}}
+    )
+    client.append(conv, [NewMessage.user("hi")])
+    before = client.get_conversation(conv)
+
+    renamed = client.update_conversation(conv, title="Paris in June")
+    assert isinstance(renamed, ConversationInfo)
+    assert renamed.title == "Paris in June"
+    assert (renamed.agent_id, renamed.metadata, renamed.extra) == ("agent-7", {"k": 1}, {"myapp": {"x": 1}})
+    assert (renamed.version, renamed.message_count, renamed.updated_at) == (
+        before.version, before.message_count, before.updated_at)
+    assert renamed.created_at == created.created_at
+    assert client.get_conversation(conv).to_dict() == renamed.to_dict()
+
+    # None clears a field; metadata and extra are replaced whole; UNSET is "not given".
+    cleared = client.update_conversation(conv, agent_id=None, metadata={"n": [2.5]}, extra=UNSET)
+    assert (cleared.agent_id, cleared.title, cleared.metadata) == (None, "Paris in June", {"n": [2.5]})
+    assert cleared.extra == {"myapp": {"x": 1}}
+    assert client.update_conversation(conv).to_dict() == cleared.to_dict()
+
+    with pytest.raises(InvalidInput) as bad:
+        client.update_conversation(conv, extra=[1])  # type: ignore[arg-type]
+    assert "extra" in bad.value.message
+    assert client.get_conversation(conv).to_dict() == cleared.to_dict()
+
+
+def test_meta_with_an_unknown_field_is_refused(client: StowageClient, conv: str) -> None:
+    with pytest.raises(InvalidJson) as typo:
+        client.open_conversation(conv, meta={"titel": "Trip"})
+    assert "titel" in typo.value.message
+    with pytest.raises(NotFound):
+        client.get_conversation(conv)

@@ -4,6 +4,7 @@ import type {
   AppendOutcome,
   ConversationInfo,
   ConversationMeta,
+  ConversationMetaPatch,
   ConversationPage,
   DisplayPage,
   DisplayRecord,
@@ -147,7 +148,7 @@ export interface ResolveToolResultOptions extends CallOptions {
   agentId?: string | undefined;
 }
 
-type Method = "GET" | "PUT" | "POST" | "DELETE";
+type Method = "GET" | "PUT" | "POST" | "PATCH" | "DELETE";
 
 interface RequestSpec {
   method: Method;
@@ -365,7 +366,8 @@ export class StowageClient {
 
   /**
    * `PUT /v1/conversations/{id}`: finds or creates a conversation. Idempotent: an
-   * existing conversation is returned unchanged (its meta is not updated).
+   * existing conversation is returned unchanged (its meta is not updated: see
+   * `updateConversation`).
    */
   openConversation(conversation: string, meta?: ConversationMeta, options?: CallOptions): Promise<ConversationInfo> {
     return this.request({
@@ -380,6 +382,26 @@ export class StowageClient {
   /** `GET /v1/conversations/{id}`: the conversation without its messages; `StowageError` 404 when missing. */
   getConversation(conversation: string, options?: CallOptions): Promise<ConversationInfo> {
     return this.request({ method: "GET", path: this.conversationPath(conversation), idempotent: true, options });
+  }
+
+  /**
+   * `PATCH /v1/conversations/{id}`: changes some of the conversation's meta. A member
+   * given replaces that field (`metadata` and `extra` whole), `null` clears it, a
+   * member left out keeps its stored value; history, version and `updated_at` stay.
+   * Resolves with the conversation's new info; `StowageError` 404 when missing.
+   */
+  updateConversation(
+    conversation: string,
+    patch: ConversationMetaPatch,
+    options?: CallOptions,
+  ): Promise<ConversationInfo> {
+    return this.request({
+      method: "PATCH",
+      path: this.conversationPath(conversation),
+      body: patch,
+      idempotent: true,
+      options,
+    });
   }
 
   /** Like `getConversation`, but `null` instead of a 404. */

@@ -89,7 +89,7 @@ export interface paths {
         get: operations["getConversation"];
         /**
          * Find or create a conversation
-         * @description Idempotent: an existing conversation is returned unchanged and the body is ignored. The body may be empty.
+         * @description Idempotent: an existing conversation is returned unchanged and the body is ignored (change it with PATCH). The body may be empty; unknown members are refused (400).
          */
         put: operations["openConversation"];
         post?: never;
@@ -100,7 +100,11 @@ export interface paths {
         delete: operations["deleteConversation"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a conversation's meta
+         * @description A JSON merge patch of the meta's top level: a member given replaces that field (`metadata` and `extra` whole, byte for byte), `null` clears it, a member left out keeps its stored value; `{}` changes nothing. The history, version and `updated_at` do not change. Unknown members are refused (400).
+         */
+        patch: operations["updateConversation"];
         trace?: never;
     };
     "/v1/conversations/{conversation}/messages": {
@@ -338,16 +342,27 @@ export interface components {
             tenant: string;
             user: string;
         };
-        /** @description What the caller says about a conversation when creating it. */
+        /** @description What the caller says about a conversation when creating it. Unknown members are refused (400 invalid_json). */
         ConversationMeta: {
             agent_id?: string;
             title?: string;
             /** @description Any JSON value, stored and returned byte for byte. */
             metadata?: unknown;
-            /** @description A JSON object, stored and returned byte for byte. */
+            /** @description Conversation-level provider fields: a JSON object keyed by format name (anything else: 400), stored and returned byte for byte. */
             extra?: {
                 [key: string]: unknown;
             };
+        };
+        /** @description A change to a conversation's meta (PATCH): a member given replaces that field, null clears it, a member left out keeps its stored value. Unknown members are refused (400 invalid_json). */
+        ConversationMetaPatch: {
+            agent_id?: string | null;
+            title?: string | null;
+            /** @description Any JSON value, stored and returned byte for byte; null clears it. */
+            metadata?: unknown;
+            /** @description A JSON object keyed by format name, stored and returned byte for byte; null clears it. */
+            extra?: {
+                [key: string]: unknown;
+            } | null;
         };
         ConversationInfo: {
             id: string;
@@ -813,6 +828,57 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description Body larger than max_body_bytes */
+        PayloadTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "payload_too_large",
+                 *         "message": "the request body exceeds the limit of 8388608 bytes"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Body is not application/json */
+        UnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "unsupported_media_type",
+                 *         "message": "the request body must be `application/json`"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The store is not taking calls: its adapter is overloaded (Retry-After: 1) or unhealthy (Retry-After: 5), or the store is closed */
+        Unavailable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "overloaded",
+                 *         "message": "store `default` is overloaded: every instance is busy"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /** @description Conversation id (percent-encode `/`, `?`, `#`, `%`). */
@@ -823,7 +889,7 @@ export interface components {
         User: string;
         /** @description 1–255 visible ASCII characters. Messages without an id get `idem-<hex(SHA-256(tenant, user, conversation, key))[..32]>-<index>`, so a retry of the same batch stores nothing twice (`stored: 0`, original seqs). */
         IdempotencyKey: string;
-        /** @description Transcript format of the messages (docs/formats.md): Stowage messages; Chat Completions messages; Anthropic messages; Responses input items (what the OpenAI Agents SDK stores); Vercel AI SDK UIMessages. Each request item converts on its own (a UIMessage may become several messages). Any other value: 400 unsupported_format. */
+        /** @description Transcript format of the messages (docs/formats.md): Stowage messages; Chat Completions messages; Anthropic messages; Responses input items (what the OpenAI Agents SDK stores); Vercel AI SDK UIMessages. Each request item converts on its own (a UIMessage may become several messages); UIMessage boundaries are kept, so consecutive assistant UIMessages of one request come back as they were sent, not merged. Any other value: 400 unsupported_format. */
         Format: "stowage" | "openai" | "anthropic" | "openai-responses" | "ai-sdk-ui";
         /** @description keep: lossless, with `x_stowage` where the format has no slot. pure: only what the provider's API accepts (to send the items to a model); what was left out is listed in `dropped`. pure is refused for `stowage`. */
         Mode: "keep" | "pure";
@@ -982,6 +1048,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
         };
     };
@@ -1024,6 +1091,23 @@ export interface operations {
                     "application/json": components["schemas"]["ConversationInfo"];
                 };
             };
+            /** @description Invalid id or user */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_input",
+                     *         "message": "invalid input: conversation id contains the control character U+0000 at byte 3"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             /** @description No such conversation in this scope (another tenant's is indistinguishable) */
             404: {
@@ -1044,6 +1128,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
         };
     };
@@ -1098,7 +1183,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConversationInfo"];
                 };
             };
-            /** @description Invalid id or metadata */
+            /** @description Invalid id or user, an unknown member, metadata that is not JSON or an extra that is not an object */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1107,8 +1192,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "invalid_input",
-                     *         "message": "invalid input: conversation id is empty"
+                     *         "code": "invalid_json",
+                     *         "message": "titel: unknown field `titel`, expected one of `agent_id`, `title`, `metadata`, `extra`"
                      *       }
                      *     }
                      */
@@ -1116,8 +1201,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
         };
     };
@@ -1150,9 +1238,139 @@ export interface operations {
                     "application/json": components["schemas"]["Deleted"];
                 };
             };
+            /** @description Invalid id or user */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_input",
+                     *         "message": "invalid input: conversation id contains the control character U+0000 at byte 3"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["Timeout"];
+        };
+    };
+    updateConversation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The user within the token's tenant (UTF-8). Absent: the empty user. The tenant always comes from the token. */
+                "Stowage-User"?: components["parameters"]["User"];
+            };
+            path: {
+                /** @description Conversation id (percent-encode `/`, `?`, `#`, `%`). */
+                conversation: components["parameters"]["Conversation"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "title": "Paris in June",
+                 *       "agent_id": null
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConversationMetaPatch"];
+            };
+        };
+        responses: {
+            /** @description The conversation with its new meta */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "chat-1",
+                     *       "scope": {
+                     *         "tenant": "acme",
+                     *         "user": "alice"
+                     *       },
+                     *       "title": "Paris in June",
+                     *       "created_at": 1767225600000,
+                     *       "updated_at": 1767225601000,
+                     *       "message_count": 2,
+                     *       "last_seq": 2,
+                     *       "version": 2,
+                     *       "metadata": {
+                     *         "channel": "web"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConversationInfo"];
+                };
+            };
+            /** @description Invalid id or user, an unknown member, metadata that is not JSON or an extra that is not an object */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_input",
+                     *         "message": "invalid input: conversation extra: must be a JSON object keyed by format name"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description No such conversation in this scope (another tenant's is indistinguishable) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            /** @description The store's adapter cannot change a meta (built for contract 0.1.0) */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unsupported",
+                     *         "message": "not supported by this adapter: changing a conversation's meta needs an adapter built for 0.2.0"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
         };
     };
@@ -1167,7 +1385,7 @@ export interface operations {
                 /** @description next_cursor of the previous page. */
                 cursor?: string;
                 orphans?: "keep" | "strip" | "synthesize";
-                /** @description Transcript format of the messages (docs/formats.md): Stowage messages; Chat Completions messages; Anthropic messages; Responses input items (what the OpenAI Agents SDK stores); Vercel AI SDK UIMessages. Each request item converts on its own (a UIMessage may become several messages). Any other value: 400 unsupported_format. */
+                /** @description Transcript format of the messages (docs/formats.md): Stowage messages; Chat Completions messages; Anthropic messages; Responses input items (what the OpenAI Agents SDK stores); Vercel AI SDK UIMessages. Each request item converts on its own (a UIMessage may become several messages); UIMessage boundaries are kept, so consecutive assistant UIMessages of one request come back as they were sent, not merged. Any other value: 400 unsupported_format. */
                 format?: components["parameters"]["Format"];
                 /** @description keep: lossless, with `x_stowage` where the format has no slot. pure: only what the provider's API accepts (to send the items to a model); what was left out is listed in `dropped`. pure is refused for `stowage`. */
                 mode?: components["parameters"]["Mode"];
@@ -1237,7 +1455,7 @@ export interface operations {
                     "application/json": components["schemas"]["Page"];
                 };
             };
-            /** @description Bad query (several positions, bad cursor, bad limit) */
+            /** @description Bad query (several positions, bad cursor, limit 0 or over 1000, unknown format or parameter, mode=pure with stowage), invalid id or user */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1274,13 +1492,14 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
         };
     };
     replaceMessages: {
         parameters: {
             query?: {
-                /** @description Transcript format of the messages (docs/formats.md): Stowage messages; Chat Completions messages; Anthropic messages; Responses input items (what the OpenAI Agents SDK stores); Vercel AI SDK UIMessages. Each request item converts on its own (a UIMessage may become several messages). Any other value: 400 unsupported_format. */
+                /** @description Transcript format of the messages (docs/formats.md): Stowage messages; Chat Completions messages; Anthropic messages; Responses input items (what the OpenAI Agents SDK stores); Vercel AI SDK UIMessages. Each request item converts on its own (a UIMessage may become several messages); UIMessage boundaries are kept, so consecutive assistant UIMessages of one request come back as they were sent, not merged. Any other value: 400 unsupported_format. */
                 format?: components["parameters"]["Format"];
             };
             header?: {
@@ -1331,6 +1550,23 @@ export interface operations {
                     "application/json": components["schemas"]["Replaced"];
                 };
             };
+            /** @description Invalid messages, Idempotency-Key, format, id or user */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_input",
+                     *         "message": "invalid input: message 0: a tool call needs an id"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             /** @description No such conversation */
             404: {
@@ -1366,15 +1602,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
         };
     };
     appendMessages: {
         parameters: {
             query?: {
-                /** @description Transcript format of the messages (docs/formats.md): Stowage messages; Chat Completions messages; Anthropic messages; Responses input items (what the OpenAI Agents SDK stores); Vercel AI SDK UIMessages. Each request item converts on its own (a UIMessage may become several messages). Any other value: 400 unsupported_format. */
+                /** @description Transcript format of the messages (docs/formats.md): Stowage messages; Chat Completions messages; Anthropic messages; Responses input items (what the OpenAI Agents SDK stores); Vercel AI SDK UIMessages. Each request item converts on its own (a UIMessage may become several messages); UIMessage boundaries are kept, so consecutive assistant UIMessages of one request come back as they were sent, not merged. Any other value: 400 unsupported_format. */
                 format?: components["parameters"]["Format"];
             };
             header?: {
@@ -1450,7 +1689,7 @@ export interface operations {
                     "application/json": components["schemas"]["AppendOutcome"];
                 };
             };
-            /** @description Invalid messages, Idempotency-Key or format */
+            /** @description Invalid messages, meta, Idempotency-Key, format, id or user */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1502,42 +1741,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body larger than max_body_bytes */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "code": "payload_too_large",
-                     *         "message": "the request body exceeds the limit of 8388608 bytes"
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Body is not application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "code": "unsupported_media_type",
-                     *         "message": "the request body must be `application/json`"
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
         };
     };
@@ -1574,7 +1782,7 @@ export interface operations {
                     "application/json": components["schemas"]["TruncateOutcome"];
                 };
             };
-            /** @description Missing after, or the cut splits a tool call from its result */
+            /** @description Missing after, the cut splits a tool call from its result, bad query, invalid id or user */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1628,13 +1836,14 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
         };
     };
     loadAllMessages: {
         parameters: {
             query?: {
-                /** @description Transcript format of the messages (docs/formats.md): Stowage messages; Chat Completions messages; Anthropic messages; Responses input items (what the OpenAI Agents SDK stores); Vercel AI SDK UIMessages. Each request item converts on its own (a UIMessage may become several messages). Any other value: 400 unsupported_format. */
+                /** @description Transcript format of the messages (docs/formats.md): Stowage messages; Chat Completions messages; Anthropic messages; Responses input items (what the OpenAI Agents SDK stores); Vercel AI SDK UIMessages. Each request item converts on its own (a UIMessage may become several messages); UIMessage boundaries are kept, so consecutive assistant UIMessages of one request come back as they were sent, not merged. Any other value: 400 unsupported_format. */
                 format?: components["parameters"]["Format"];
                 /** @description keep: lossless, with `x_stowage` where the format has no slot. pure: only what the provider's API accepts (to send the items to a model); what was left out is listed in `dropped`. pure is refused for `stowage`. */
                 mode?: components["parameters"]["Mode"];
@@ -1703,6 +1912,23 @@ export interface operations {
                     "application/json": components["schemas"]["Messages"];
                 };
             };
+            /** @description Bad query (unknown format or parameter, mode=pure with stowage), invalid id or user */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unsupported_format",
+                     *         "message": "format `xml` is not supported (supported: stowage, openai, anthropic, openai-responses, ai-sdk-ui)"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             /** @description No such conversation */
             404: {
@@ -1723,13 +1949,14 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
         };
     };
     popMessage: {
         parameters: {
             query?: {
-                /** @description Transcript format of the messages (docs/formats.md): Stowage messages; Chat Completions messages; Anthropic messages; Responses input items (what the OpenAI Agents SDK stores); Vercel AI SDK UIMessages. Each request item converts on its own (a UIMessage may become several messages). Any other value: 400 unsupported_format. */
+                /** @description Transcript format of the messages (docs/formats.md): Stowage messages; Chat Completions messages; Anthropic messages; Responses input items (what the OpenAI Agents SDK stores); Vercel AI SDK UIMessages. Each request item converts on its own (a UIMessage may become several messages); UIMessage boundaries are kept, so consecutive assistant UIMessages of one request come back as they were sent, not merged. Any other value: 400 unsupported_format. */
                 format?: components["parameters"]["Format"];
                 /** @description keep: lossless, with `x_stowage` where the format has no slot. pure: only what the provider's API accepts (to send the items to a model); what was left out is listed in `dropped`. pure is refused for `stowage`. */
                 mode?: components["parameters"]["Mode"];
@@ -1786,6 +2013,23 @@ export interface operations {
                     "application/json": components["schemas"]["Messages"];
                 };
             };
+            /** @description Popping would separate a tool call from its result (nothing is removed); bad query, invalid id or user */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_input",
+                     *         "message": "invalid input: pop would separate tool call \"call-1\" (seq 2) from its result (seq 3, the newest message); truncate after seq 1 to remove both"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             /** @description No such conversation */
             404: {
@@ -1806,6 +2050,7 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
         };
     };
@@ -1883,16 +2128,34 @@ export interface operations {
                     "application/json": components["schemas"]["DisplayPage"];
                 };
             };
+            /** @description limit 0 or over 1000, unknown parameter, invalid id or user */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_input",
+                     *         "message": "invalid input: limit must be between 1 and 1000, got 0"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
         };
     };
     saveDisplayMessage: {
         parameters: {
             query?: {
-                /** @description Transcript format of the messages (docs/formats.md): Stowage messages; Chat Completions messages; Anthropic messages; Responses input items (what the OpenAI Agents SDK stores); Vercel AI SDK UIMessages. Each request item converts on its own (a UIMessage may become several messages). Any other value: 400 unsupported_format. */
+                /** @description Transcript format of the messages (docs/formats.md): Stowage messages; Chat Completions messages; Anthropic messages; Responses input items (what the OpenAI Agents SDK stores); Vercel AI SDK UIMessages. Each request item converts on its own (a UIMessage may become several messages); UIMessage boundaries are kept, so consecutive assistant UIMessages of one request come back as they were sent, not merged. Any other value: 400 unsupported_format. */
                 format?: components["parameters"]["Format"];
             };
             header?: {
@@ -2007,8 +2270,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
         };
     };
@@ -2084,8 +2350,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
         };
     };
@@ -2153,9 +2422,29 @@ export interface operations {
                     "application/json": components["schemas"]["Records"];
                 };
             };
+            /** @description Invalid records, id or user */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_json",
+                     *         "message": "records[0].content_type: missing field `content_type`"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
         };
     };
@@ -2224,6 +2513,23 @@ export interface operations {
                     "application/json": components["schemas"]["ToolUpdate"];
                 };
             };
+            /** @description Invalid body, id or user (a status Stowage does not know) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_json",
+                     *         "message": "status: unknown variant `done`, expected one of `pending`, `executing`, `completed`, `failed`, `interrupted`, `cancelled`"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             /** @description No card for this call id */
             404: {
@@ -2259,8 +2565,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
         };
     };
@@ -2327,6 +2636,23 @@ export interface operations {
                     "application/json": components["schemas"]["ToolUpdate"];
                 };
             };
+            /** @description Invalid body, id or user */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_json",
+                     *         "message": "missing field `content`"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             /** @description No card for this call id */
             404: {
@@ -2362,8 +2688,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
             504: components["responses"]["Timeout"];
         };
     };

@@ -7,6 +7,8 @@ import type { components, operations } from "./schema.js";
 type Schemas = components["schemas"];
 
 export type ConversationMeta = Schemas["ConversationMeta"];
+/** A change to a conversation's meta: a member replaces, `null` clears, a member left out stays. */
+export type ConversationMetaPatch = Schemas["ConversationMetaPatch"];
 export type ConversationInfo = Schemas["ConversationInfo"];
 export type ConversationPage = Schemas["ConversationPage"];
 export type Scope = Schemas["Scope"];

@@ -60,6 +60,55 @@ describe("conversations", () => {
     assert.deepEqual(await client.findConversation(id), info);
   });
 
+  test("update changes only the members given; null clears one; a missing conversation is 404", async () => {
+    const id = uniqueId("update");
+    await assert.rejects(client.updateConversation(id, { title: "x" }), {
+      name: "StowageError",
+      code: "not_found",
+      status: 404,
+    });
+    const created = await client.openConversation(id, {
+      title: "Trip",
+      agent_id: "planner",
+      metadata: { channel: "web" },
+      extra: { myapp: { x: 1 } },
+    });
+    await client.append(id, [{ role: "user", parts: [{ type: "text", text: "hi" }] }]);
+    const before = await client.getConversation(id);
+
+    const renamed = await client.updateConversation(id, { title: "Paris in June" });
+    assert.equal(renamed.title, "Paris in June");
+    assert.equal(renamed.agent_id, "planner");
+    assert.deepEqual(renamed.metadata, { channel: "web" });
+    assert.deepEqual(renamed.extra, { myapp: { x: 1 } });
+    assert.equal(renamed.version, before.version);
+    assert.equal(renamed.message_count, 1);
+    assert.equal(renamed.updated_at, before.updated_at);
+    assert.equal(renamed.created_at, created.created_at);
+    assert.deepEqual(await client.getConversation(id), renamed);
+
+    const cleared = await client.updateConversation(id, { agent_id: null, metadata: { n: [2.5] } });
+    assert.equal(cleared.agent_id, undefined);
+    assert.equal(cleared.title, "Paris in June");
+    assert.deepEqual(cleared.metadata, { n: [2.5] });
+    assert.deepEqual(await client.updateConversation(id, {}), cleared);
+
+    await assert.rejects(
+      client.updateConversation(id, { extra: [1] as unknown as Record<string, unknown> }),
+      { name: "StowageError", code: "invalid_input", status: 400 },
+    );
+    await assert.rejects(
+      client.updateConversation(id, { titel: "x" } as unknown as { title: string }),
+      (error: unknown) => {
+        const e = error as import("@stowage/client").StowageError;
+        assert.equal(e.code, "invalid_json");
+        assert.match(e.message, /titel/);
+        return true;
+      },
+    );
+    assert.deepEqual(await client.getConversation(id), cleared);
+  });
+
   test("open without meta sends an empty body", async () => {
     const id = uniqueId("bare");
     const info = await client.openConversation(id);

@@ -46,7 +46,8 @@ pub struct BenchArgs {
     /// Comma-separated rows [default: native-full, native-normal and every Stowage row
     /// on the shipped adapters: stowage-sqlite-full, -normal, -full-untagged,
     /// -full-sealed, stowage-filesystem, stowage-null]; `adapter:PATH[:GRANT,…]` adds
-    /// any component.
+    /// any component; the opt-in `native-pg,stowage-sqlite-pg` run on the PostgreSQL
+    /// server of STOWAGE_BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test).
     #[arg(long, value_delimiter = ',')]
     rows: Option<Vec<String>>,
     /// Where runs/, suite.json and table.md go.

@@ -26,7 +26,6 @@ use crate::config::Limits;
 use crate::error::{Error, LoadError};
 use crate::wit::{v0_1, v0_2};
 
-
 /// The SQL database a call wrote to and its write ticket, when the call must
 /// wait for that write to be durable before it returns.
 type PendingSync = Option<(Arc<SqlDatabase>, u64)>;

@@ -53,9 +53,9 @@ use std::str::FromStr;
 pub use self::fields::FieldError;
 pub use self::ids::{ParsedLine, assign_ids, parse_file};
 pub use self::pure::Dropped;
-pub use self::values::{ValueError, parse_values};
 use self::pure::Out;
 use self::raw::Node;
+pub use self::values::{ValueError, parse_values};
 use crate::error::Error;
 use crate::model::{ConversationMeta, DisplayRecord, Message, NewMessage};
 

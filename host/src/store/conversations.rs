@@ -50,7 +50,9 @@ impl Store {
         id: &str,
         patch: MetaPatch,
     ) -> Result<ConversationInfo, Error> {
-        let new_value = |field: &Option<Option<JsonText>>| field.as_ref().and_then(Option::as_ref);
+        fn new_value(field: &Option<Option<JsonText>>) -> Option<&JsonText> {
+            field.as_ref().and_then(Option::as_ref)
+        }
         validate::meta_json(new_value(&patch.metadata), new_value(&patch.extra))?;
         self.change_meta(scope, id, |stored| patch.apply(stored)).await
     }

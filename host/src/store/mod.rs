@@ -34,8 +34,8 @@ use crate::config::Limits;
 use crate::error::Error;
 use crate::locks::ConversationLocks;
 use crate::model::{
-    AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, LoadRequest, Message, MetaPatch, NewMessage, Page, Scope,
-    TruncateOutcome,
+    AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, LoadRequest, Message, MetaPatch, NewMessage,
+    Page, Scope, TruncateOutcome,
 };
 
 /// A handle to one store. Cheap to clone; every clone shares the adapter instances.

@@ -22,10 +22,9 @@ use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use stowage::interchange::Mode;
-use stowage::{
-    AppendOutcome, ConversationMeta, LoadFrom, LoadRequest, NewMessage, OrphanPolicy, RepairReport, TruncateOutcome,
-};
+use stowage::{AppendOutcome, LoadFrom, LoadRequest, NewMessage, OrphanPolicy, RepairReport, TruncateOutcome};
 
+use super::conversations::MetaBody;
 use super::{Table, Verb};
 use crate::auth::Caller;
 use crate::errors::{ApiError, Code};
@@ -83,7 +82,7 @@ pub struct AppendBody {
     #[serde(default)]
     pub create_if_missing: bool,
     #[serde(default)]
-    pub meta: Option<ConversationMeta>,
+    pub meta: Option<MetaBody>,
 }
 
 /// The body of a replace.
@@ -125,7 +124,7 @@ async fn append(
         if body.expected_version.is_some() {
             return Err(ApiError::new(Code::InvalidInput, "create_if_missing and expected_version exclude each other"));
         }
-        let call = store.append_creating(&scope, &conversation, body.meta.unwrap_or_default(), messages);
+        let call = store.append_creating(&scope, &conversation, body.meta.unwrap_or_default().into(), messages);
         state.metrics().store_call("append_creating", call).await?
     } else {
         if body.meta.is_some() {

@@ -69,6 +69,7 @@ pub enum Verb {
     Get,
     Put,
     Post,
+    Patch,
     Delete,
 }
 
@@ -78,6 +79,7 @@ impl Verb {
             Verb::Get => MethodFilter::GET,
             Verb::Put => MethodFilter::PUT,
             Verb::Post => MethodFilter::POST,
+            Verb::Patch => MethodFilter::PATCH,
             Verb::Delete => MethodFilter::DELETE,
         }
     }
@@ -87,6 +89,7 @@ impl Verb {
             Verb::Get => Method::GET,
             Verb::Put => Method::PUT,
             Verb::Post => Method::POST,
+            Verb::Patch => Method::PATCH,
             Verb::Delete => Method::DELETE,
         }
     }

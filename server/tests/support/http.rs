@@ -87,7 +87,8 @@ impl Client {
         if let Some(user) = &self.user {
             builder = builder.header("stowage-user", user.as_str());
         }
-        if body.is_some() {
+        let typed = headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-type"));
+        if body.is_some() && !typed {
             builder = builder.header("content-type", "application/json");
         }
         for (name, value) in headers {

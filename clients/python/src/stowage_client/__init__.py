@@ -11,7 +11,7 @@ Framework integrations live in :mod:`stowage_client.integrations`:
 ``langchain.StowageChatMessageHistory`` (LangChain chat message history).
 """
 
-from ._base import new_idempotency_key
+from ._base import UNSET, new_idempotency_key
 from ._version import __version__
 from .async_client import AsyncStowageClient
 from .client import StowageClient
@@ -82,6 +82,7 @@ __all__ = [
     "StowageClient",
     "AsyncStowageClient",
     "new_idempotency_key",
+    "UNSET",
     # events
     "EventStream",
     "AsyncEventStream",

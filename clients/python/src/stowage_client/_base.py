@@ -52,6 +52,21 @@ MetaLike = Union[ConversationMeta, Mapping[str, Any], None]
 _NO_BODY = object()
 
 
+class _Unset:
+    """The type of :data:`UNSET`."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+#: The default of :meth:`~stowage_client.StowageClient.update_conversation`'s
+#: fields: not given, so the stored value stays (``None`` clears it).
+UNSET: Any = _Unset()
+
+
 class Retry:
     """How a call may be retried after a failure whose outcome is unknown."""
 
@@ -180,6 +195,11 @@ class Ops:
             ConversationInfo.from_dict,
             body=body if body is not None else _NO_BODY,
         )
+
+    @staticmethod
+    def update_conversation(conversation: str, fields: Dict[str, Any]) -> Call:
+        body = {k: v for k, v in fields.items() if v is not UNSET}
+        return Call("PATCH", conversation_path(conversation), ConversationInfo.from_dict, body=body)
 
     @staticmethod
     def get_conversation(conversation: str) -> Call:

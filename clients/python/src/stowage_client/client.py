@@ -15,6 +15,7 @@ from ._base import (
     Config,
     MetaLike,
     Ops,
+    UNSET,
     TimeoutTypes,
     build_request,
     map_transport_error,
@@ -226,7 +227,7 @@ class StowageClient:
         """Finds or creates a conversation (``PUT /v1/conversations/{id}``).
 
         Idempotent: an existing conversation is returned unchanged and the meta is
-        ignored (the server has no route to change it later).
+        ignored (change it with :meth:`update_conversation`).
 
         Args:
             conversation: The conversation id (any string up to 512 bytes without
@@ -241,6 +242,36 @@ class StowageClient:
         return self._run(self._ops.open_conversation(conversation, meta, fields))
 
     create_conversation = open_conversation
+
+    def update_conversation(
+        self,
+        conversation: str,
+        *,
+        agent_id: Optional[str] = UNSET,
+        title: Optional[str] = UNSET,
+        metadata: Any = UNSET,
+        extra: Optional[Mapping[str, Any]] = UNSET,
+    ) -> ConversationInfo:
+        """Changes some of a conversation's meta (``PATCH /v1/conversations/{id}``).
+
+        Only the fields given change; ``None`` clears one, a field left out keeps
+        its stored value. ``metadata`` and ``extra`` are replaced whole. The
+        history, ``version`` and ``updated_at`` stay.
+
+        Args:
+            conversation: The conversation id.
+            agent_id, title, metadata, extra: The new values (``metadata`` any
+                JSON value; ``extra`` a JSON object keyed by format name).
+
+        Returns:
+            The conversation with its new meta.
+
+        Raises:
+            NotFound: no such conversation in this scope.
+            InvalidInput: ``extra`` is not a JSON object.
+        """
+        fields = {"agent_id": agent_id, "title": title, "metadata": metadata, "extra": extra}
+        return self._run(self._ops.update_conversation(conversation, fields))
 
     def get_conversation(self, conversation: str) -> ConversationInfo:
         """The conversation without its messages.

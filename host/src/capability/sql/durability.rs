@@ -11,22 +11,34 @@
 //!
 //! Checkpoints (copying the WAL into the database) would otherwise run inside a
 //! commit once the WAL passes 1,000 pages, making that one append slow; adapter
-//! connections turn automatic checkpoints off and a passive checkpoint runs on a
-//! blocking task whenever the WAL has grown past [`CHECKPOINT_BYTES`]. SQLite
-//! flushes the WAL before a checkpoint and the database after it.
+//! connections turn automatic checkpoints off, report the WAL's length after
+//! each commit (their WAL hook), and a checkpoint runs on a blocking task
+//! whenever the WAL holds [`CHECKPOINT_FRAMES`] or more. SQLite flushes the WAL
+//! before a checkpoint and the database after it.
+//!
+//! The checkpoint must let SQLite start the WAL over: the next writer rewinds it
+//! to its beginning only if every frame was copied and no commit came since. A
+//! passive checkpoint alone never gets there while writes keep coming (the next
+//! commit always starts before it ends), so the WAL would grow forever, and
+//! every flush of a growing file also commits its new size to the file system's
+//! journal, several times dearer than flushing a file overwritten in place. So
+//! the bulk copy runs passive, beside the writers, and a short catch-up copy of
+//! what they committed meanwhile runs holding this host's write gate.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::gate::WriteGate;
 use crate::wit::SqlErrorKind;
 
-/// WAL size that triggers a background checkpoint (about 1,000 pages, SQLite's
-/// own default threshold).
-pub const CHECKPOINT_BYTES: u64 = 4 << 20;
+/// WAL length, in frames (pages), that triggers a background checkpoint:
+/// SQLite's own default auto-checkpoint threshold.
+pub const CHECKPOINT_FRAMES: u64 = 1000;
 
 #[derive(Default)]
 struct State {
@@ -60,6 +72,11 @@ pub struct Durability {
     /// The highest ticket known durable.
     durable: watch::Sender<u64>,
     checkpointing: Arc<AtomicBool>,
+    /// Frames in the WAL as of the latest commit (set by the connections' WAL hook).
+    wal_frames: Arc<AtomicU64>,
+    /// This host's writers, held off while a checkpoint catches up (`None`: none to hold).
+    writers: Option<Arc<WriteGate>>,
+    busy_timeout: Duration,
 }
 
 fn io(what: &str, path: &Path, e: std::io::Error) -> SqlErrorKind {
@@ -67,7 +84,7 @@ fn io(what: &str, path: &Path, e: std::io::Error) -> SqlErrorKind {
 }
 
 impl Durability {
-    pub fn new(db: &Path, flush: bool) -> Self {
+    pub fn new(db: &Path, flush: bool, writers: Option<Arc<WriteGate>>, busy_timeout: Duration) -> Self {
         let mut wal = db.as_os_str().to_owned();
         wal.push("-wal");
         Self {
@@ -77,7 +94,15 @@ impl Durability {
             state: Mutex::new(State::default()),
             durable: watch::channel(0).0,
             checkpointing: Arc::new(AtomicBool::new(false)),
+            wal_frames: Arc::new(AtomicU64::new(0)),
+            writers,
+            busy_timeout,
         }
+    }
+
+    /// Where connections report the WAL's length after each commit.
+    pub fn wal_frames(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.wal_frames)
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -90,9 +115,16 @@ impl Durability {
     /// Called right after a commit returned: the commit's ticket, or `None` when
     /// commits need no flush.
     pub fn committed(&self) -> Option<u64> {
-        let mut state = self.state();
-        state.committed += 1;
-        self.flush.then_some(state.committed)
+        let ticket = {
+            let mut state = self.state();
+            state.committed += 1;
+            state.committed
+        };
+        if !self.flush {
+            // No flush follows to start the checkpoint: start it here.
+            self.maybe_checkpoint();
+        }
+        self.flush.then_some(ticket)
     }
 
     /// Flushes the WAL (and, the first time, its directory entry).
@@ -165,16 +197,17 @@ impl Durability {
         }
     }
 
-    /// Starts a passive checkpoint on a blocking task if the WAL is large and
-    /// none is running.
+    /// Starts a checkpoint on a blocking task if the WAL is long and none is
+    /// running.
     pub fn maybe_checkpoint(&self) {
-        let large = std::fs::metadata(&self.wal).map(|m| m.len() >= CHECKPOINT_BYTES).unwrap_or(false);
-        if !large || self.checkpointing.swap(true, Ordering::AcqRel) {
+        let long = self.wal_frames.load(Ordering::Acquire) >= CHECKPOINT_FRAMES;
+        if !long || self.checkpointing.swap(true, Ordering::AcqRel) {
             return;
         }
         let (db, running) = (self.db.clone(), Arc::clone(&self.checkpointing));
+        let (writers, busy_timeout) = (self.writers.clone(), self.busy_timeout);
         let work = move || {
-            if let Err(error) = checkpoint(&db) {
+            if let Err(error) = checkpoint(&db, writers.as_ref(), busy_timeout) {
                 tracing::warn!(db = %db.display(), %error, "background checkpoint failed; it will be retried");
             }
             running.store(false, Ordering::Release);
@@ -186,12 +219,20 @@ impl Durability {
     }
 }
 
-/// One passive checkpoint through a short-lived connection of the host's own.
-fn checkpoint(db: &Path) -> rusqlite::Result<()> {
+/// A checkpoint through a short-lived connection of the host's own: a passive
+/// one beside the writers, then, holding `writers` off, one copying what they
+/// committed meanwhile, so that the next commit starts the WAL over (unless a
+/// reader still uses it). Without the turn (busy), the WAL stays as it is and
+/// the next commit's checkpoint tries again.
+fn checkpoint(db: &Path, writers: Option<&Arc<WriteGate>>, busy_timeout: Duration) -> rusqlite::Result<()> {
     let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
     let conn = rusqlite::Connection::open_with_flags(db, flags)?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+    if let Some(Ok(_turn)) = writers.map(|gate| gate.enter(busy_timeout)) {
+        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -205,7 +246,7 @@ mod tests {
         let conn = rusqlite::Connection::open(&db)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.execute_batch("CREATE TABLE t (x)")?;
-        let durability = Arc::new(Durability::new(&db, true));
+        let durability = Arc::new(Durability::new(&db, true, None, Duration::from_secs(1)));
         let mut waiters = Vec::new();
         for _ in 0..32 {
             let ticket = durability.committed().ok_or("full sync hands out tickets")?;
@@ -216,7 +257,8 @@ mod tests {
             waiter.await?.map_err(|e| format!("{e:?}"))?;
         }
         assert_eq!(*durability.durable.borrow(), 32, "every ticket is durable");
-        assert!(Durability::new(&db, false).committed().is_none(), "normal sync waits for nothing");
+        let normal = Durability::new(&db, false, None, Duration::from_secs(1));
+        assert!(normal.committed().is_none(), "normal sync waits for nothing");
         Ok(())
     }
 }

@@ -108,13 +108,15 @@ impl std::fmt::Debug for SqlDatabase {
 impl SqlDatabase {
     /// A SQLite database at `path` (created on first use).
     pub fn sqlite(path: PathBuf, max_result_bytes: u64, busy_timeout: Duration, sync: SqlSync) -> Self {
-        let durability = Arc::new(Durability::new(&path, sync == SqlSync::Full));
+        let writers = Arc::new(WriteGate::default());
+        let durability =
+            Arc::new(Durability::new(&path, sync == SqlSync::Full, Some(Arc::clone(&writers)), busy_timeout));
         Self {
             path,
             max_result_bytes,
             busy_timeout,
             durability,
-            writers: Some(Arc::new(WriteGate::default())),
+            writers: Some(writers),
             server: None,
             #[cfg(feature = "fault-injection")]
             fault: FaultSlot::default(),
@@ -130,7 +132,7 @@ impl SqlDatabase {
             path: PathBuf::new(),
             max_result_bytes,
             busy_timeout: settings.busy_timeout,
-            durability: Arc::new(Durability::new(std::path::Path::new(""), false)),
+            durability: Arc::new(Durability::new(std::path::Path::new(""), false, None, settings.busy_timeout)),
             writers: None,
             server: Some(Arc::new(postgres::Server::open(url, settings)?)),
             #[cfg(feature = "fault-injection")]
@@ -147,7 +149,7 @@ impl SqlDatabase {
         if let Some(server) = &self.server {
             return Ok(Box::new(postgres::PgConnection::new(Arc::clone(server))));
         }
-        Ok(Box::new(sqlite::open(&self.path, self.busy_timeout)?))
+        Ok(Box::new(sqlite::open(&self.path, self.busy_timeout, self.durability.wal_frames())?))
     }
 
     /// Waits for this host's turn to write to the database (SQLite only; `None`

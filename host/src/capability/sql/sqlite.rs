@@ -11,10 +11,12 @@
 //! `trusted_schema` is off, and query results are capped in bytes.
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rusqlite::config::DbConfig;
-use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization, Wal};
 use rusqlite::limits::Limit;
 use rusqlite::{ErrorCode, OpenFlags};
 
@@ -40,8 +42,9 @@ pub struct Sqlite {
     conn: rusqlite::Connection,
 }
 
-/// Opens (creating if needed) the database at `path`.
-pub fn open(path: &Path, busy_timeout: Duration) -> Result<Sqlite, SqlErrorKind> {
+/// Opens (creating if needed) the database at `path`; after each commit the
+/// connection stores the WAL's length, in frames, in `wal_frames`.
+pub fn open(path: &Path, busy_timeout: Duration, wal_frames: Arc<AtomicU64>) -> Result<Sqlite, SqlErrorKind> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
@@ -51,6 +54,12 @@ pub fn open(path: &Path, busy_timeout: Duration) -> Result<Sqlite, SqlErrorKind>
     ensure_wal(&conn, busy_timeout)?;
     conn.pragma_update(None, "synchronous", "NORMAL").map_err(map_error)?;
     conn.pragma_update(None, "wal_autocheckpoint", 0).map_err(map_error)?;
+    // Replaces the auto-checkpoint's own hook (already off): only reports.
+    conn.wal_hook(Some(move |_: &mut Wal, frames: std::ffi::c_int| {
+        wal_frames.store(u64::try_from(frames).unwrap_or(0), Ordering::Release);
+        Ok(())
+    }))
+    .map_err(map_error)?;
     conn.pragma_update(None, "foreign_keys", "ON").map_err(map_error)?;
     conn.pragma_update(None, "trusted_schema", "OFF").map_err(map_error)?;
     // Without it, a b-tree page whose cells are garbage can make a range scan
