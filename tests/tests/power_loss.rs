@@ -57,7 +57,6 @@ struct InFlight {
 }
 
 struct Run {
-    seed: u64,
     runtime: Runtime,
     source: AdapterSource,
     data: PathBuf,
@@ -88,7 +87,6 @@ impl Run {
             None => AdapterSource::Builtin(Builtin::Filesystem),
         };
         Ok(Self {
-            seed,
             runtime: shared_runtime()?,
             source,
             data: data.to_path_buf(),

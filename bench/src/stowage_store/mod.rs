@@ -23,7 +23,7 @@ pub mod row;
 use std::path::{Path, PathBuf};
 
 use stowage::{ConversationMeta, Grants, LoadRequest, Message as Stored, NewMessage, Runtime, RuntimeConfig, Scope};
-use stowage::{SqlTarget, Store, StoreConfig};
+use stowage::{KeySource, SqlTarget, Store, StoreConfig};
 
 pub use self::row::{ADAPTER_PREFIX, AdapterChoice, BUILTIN_ROWS, POSTGRES_ROW, StowageRow, store_error};
 use crate::error::Result;
@@ -117,7 +117,7 @@ impl StoreKind for StowageKind {
         if let Some((_, server)) = &self.server {
             notes.push(format!(
                 "sql on PostgreSQL ({server}), a fresh schema per store; sql_sync does not apply: commits are as \
-                 durable as the server's synchronous_commit; the host's pool holds `instances` connections"
+                 durable as the server's synchronous_commit; the host's pool holds `instances` connections; integrity keys inline (shared)"
             ));
         }
         if !self.row.keeps_messages() {
@@ -143,6 +143,9 @@ impl StoreKind for StowageKind {
             Some((url, _)) => {
                 let schema = PgSchema::create(url).await?;
                 config.sql = SqlTarget { url: Some(schema.url.clone()) };
+                // Keys every host of a shared database would share (generated ones draw the
+                // host's warning, once per store); tags cost the same with any key.
+                config.keys = KeySource::Inline(format!("1:{}", "b7".repeat(32)));
                 Some(schema)
             }
             None => None,

@@ -165,7 +165,10 @@ async fn sigkill_mid_load_keeps_every_acknowledged_append() -> Result<()> {
             let conversation = format!("kill-{}", c % 2);
             for a in 0..100_000 {
                 let id = format!("c{c}-a{a}");
-                match client.post(&format!("/v1/conversations/{conversation}/messages"), &batch(&[id.clone()])).await {
+                match client
+                    .post(&format!("/v1/conversations/{conversation}/messages"), &batch(std::slice::from_ref(&id)))
+                    .await
+                {
                     Ok(reply) if reply.status == 200 => {
                         acked.lock().map_err(|_| "poisoned")?.push((conversation.clone(), id));
                     }
@@ -205,7 +208,9 @@ async fn sigkill_mid_load_keeps_every_acknowledged_append() -> Result<()> {
     }
     // The appends in doubt are safe to retry: their ids are stored once at most.
     for (conversation, id) in &in_doubt {
-        let reply = client.post(&format!("/v1/conversations/{conversation}/messages"), &batch(&[id.clone()])).await?;
+        let reply = client
+            .post(&format!("/v1/conversations/{conversation}/messages"), &batch(std::slice::from_ref(id)))
+            .await?;
         assert_eq!(reply.status, 200, "{}", reply.text());
     }
     for conversation in ["kill-0", "kill-1"] {

@@ -147,7 +147,8 @@ async fn forged_messages_fail_verification() -> R {
     let c = client()?;
     seeded(&c, &scope(), "c", 3).await?;
     seeded(&c, &scope(), "d", 3).await?;
-    let cases: [(&str, Box<dyn FnMut(&mut Vec<crate::adapter::raw::RawStored>) + Send>); 5] = [
+    type Forgery = Box<dyn FnMut(&mut Vec<crate::adapter::raw::RawStored>) + Send>;
+    let cases: [(&str, Forgery); 5] = [
         ("rewritten role", Box::new(|m| m[1].message.role = Role::System)),
         ("changed content", Box::new(|m| *m[1].message.content.last_mut().unwrap_or(&mut 0) ^= 1)),
         ("changed id", Box::new(|m| m[1].message.id = "forged".into())),

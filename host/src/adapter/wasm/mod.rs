@@ -8,6 +8,7 @@
 //! and finish on the old adapter.
 
 mod calls;
+mod display_calls;
 mod v0_1;
 mod v0_2;
 

@@ -129,11 +129,26 @@ impl Durability {
 
     /// Flushes the WAL (and, the first time, its directory entry).
     fn flush_wal(&self) -> Result<(), SqlErrorKind> {
+        use std::os::unix::fs::MetadataExt as _;
+        let identity = |m: std::fs::Metadata| (m.dev(), m.ino());
         let file = {
             let mut state = self.state();
+            // The WAL on disk now: when every connection closed, SQLite checkpointed
+            // it into the (synced) database and deleted it, and the next connection
+            // made a new file; the handle held from before would flush a deleted one.
+            let current = match std::fs::metadata(&self.wal) {
+                Ok(m) => identity(m),
+                // No WAL: everything committed was checkpointed and synced on close.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    state.wal = None;
+                    return Ok(());
+                }
+                Err(e) => return Err(io("inspecting", &self.wal, e)),
+            };
+            let held = state.wal.as_ref().and_then(|f| f.metadata().ok()).map(identity);
             match state.wal.as_ref() {
-                Some(file) => file.try_clone().map_err(|e| io("reopening", &self.wal, e))?,
-                None => {
+                Some(file) if held == Some(current) => file.try_clone().map_err(|e| io("reopening", &self.wal, e))?,
+                _ => {
                     let file = File::open(&self.wal).map_err(|e| io("opening", &self.wal, e))?;
                     if let Some(dir) = self.wal.parent() {
                         File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io("flushing", dir, e))?;

@@ -55,7 +55,7 @@ pub fn open(path: &Path, busy_timeout: Duration, wal_frames: Arc<AtomicU64>) -> 
     conn.pragma_update(None, "synchronous", "NORMAL").map_err(map_error)?;
     conn.pragma_update(None, "wal_autocheckpoint", 0).map_err(map_error)?;
     // Replaces the auto-checkpoint's own hook (already off): only reports.
-    conn.wal_hook(Some(move |_: &mut Wal, frames: std::ffi::c_int| {
+    conn.wal_hook(Some(move |_: &mut Wal, frames: std::ffi::c_int| -> rusqlite::Result<()> {
         wal_frames.store(u64::try_from(frames).unwrap_or(0), Ordering::Release);
         Ok(())
     }))
