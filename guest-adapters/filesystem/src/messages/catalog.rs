@@ -28,11 +28,11 @@ impl Store {
         meta: ConversationMeta,
         now: i64,
     ) -> Result<ConversationInfo, Error> {
-        if let Some(mut live) = self.live_conversation(scope, id, false, Damage::Fail)? {
-            if let Some(info) = live.fresh_info()? {
-                self.keep(live);
-                return Ok(info);
-            }
+        if let Some(mut live) = self.live_conversation(scope, id, false, Damage::Fail)?
+            && let Some(info) = live.fresh_info()?
+        {
+            self.keep(live);
+            return Ok(info);
         }
         let dir = layout::conversation_dir(&self.root, scope, id);
         if let Some(other) = meta::read(&dir)? {
@@ -109,11 +109,11 @@ impl Store {
                 break;
             }
             // Display records only, or a conversation still being created: skipped.
-            if let Some(mut live) = self.live_conversation(scope, &id, false, Damage::Tolerate)? {
-                if let Some(info) = live.fresh_info()? {
-                    found.push(info);
-                    self.keep(live);
-                }
+            if let Some(mut live) = self.live_conversation(scope, &id, false, Damage::Tolerate)?
+                && let Some(info) = live.fresh_info()?
+            {
+                found.push(info);
+                self.keep(live);
             }
         }
         Ok(found)
