@@ -276,4 +276,34 @@ mod tests {
         assert!(normal.committed().is_none(), "normal sync waits for nothing");
         Ok(())
     }
+
+    /// When every connection closes, SQLite checkpoints the WAL and deletes it; the
+    /// next connection makes a new file. A flush must reach that file, not the
+    /// deleted one the handle still points at.
+    #[test]
+    fn a_flush_follows_the_wal_file_sqlite_uses_now() -> Result<(), Box<dyn std::error::Error>> {
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = tempfile::tempdir()?;
+        let db = dir.path().join("t.db");
+        let wal = dir.path().join("t.db-wal");
+        let durability = Durability::new(&db, true, None, Duration::from_secs(1));
+        let conn = rusqlite::Connection::open(&db)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1)")?;
+        durability.flush_wal().map_err(|e| format!("{e:?}"))?;
+        let first = durability.state().wal.as_ref().ok_or("the WAL is held")?.metadata()?.ino();
+        drop(conn);
+        assert!(!wal.exists(), "the last connection to close removes the WAL");
+        let conn = rusqlite::Connection::open(&db)?;
+        conn.execute_batch("INSERT INTO t VALUES (2)")?;
+        durability.flush_wal().map_err(|e| format!("{e:?}"))?;
+        let held = durability.state().wal.as_ref().ok_or("the new WAL is held")?.metadata()?.ino();
+        assert_eq!(held, std::fs::metadata(&wal)?.ino(), "the flush went to the WAL on disk");
+        // The old handle kept the deleted file's inode allocated, so a new WAL has another.
+        assert_ne!(first, held, "a new WAL file, not the deleted one");
+        // With no WAL at all, everything was checkpointed (and synced) on close.
+        drop(conn);
+        durability.flush_wal().map_err(|e| format!("{e:?}"))?;
+        Ok(())
+    }
 }
