@@ -9,13 +9,14 @@ use crate::adapter::client::Client;
 use crate::adapter::engine::{self, Allocator};
 use crate::adapter::loader::{self, AdapterImage, Loader};
 use crate::adapter::wasm::{Setup, WasmBackend};
+use crate::capability::sql::PostgresSettings;
 use crate::capability::{self, Grants, ImportNeed};
 use crate::config::{AdapterSource, RuntimeConfig, StoreConfig};
 use crate::error::{Error, LoadError};
 use crate::integrity::Protector;
 use crate::integrity::source::{self, Rotation};
 use crate::layout::{self, Layout};
-use crate::store::Store;
+use crate::store::{SharedDatabase, Store};
 use crate::wit::ContractVersion;
 
 /// The SQLite database of a store whose data directory is `data_dir`.
@@ -185,6 +186,14 @@ impl Runtime {
         let protector = Arc::new(Protector::new(config.integrity, keyring).with_reload(reload));
         let client = Client::new(backend, protector, config.name.clone(), &config.limits);
         tracing::info!(store = %config.name, adapter = %config.adapter.describe(), "store opened");
-        Ok(Store::new(config.name, client, Arc::clone(&self.inner.loader), config.limits))
+        let shared = config.sql.url.clone().map(|url| {
+            let settings = capability::sql::server_settings(&config);
+            // The display relay's pool: a lease per concurrent change, and its reader.
+            SharedDatabase {
+                url,
+                settings: PostgresSettings { max_connections: settings.max_connections + 1, ..settings },
+            }
+        });
+        Ok(Store::new(config.name, client, Arc::clone(&self.inner.loader), config.limits, shared))
     }
 }

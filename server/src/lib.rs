@@ -76,7 +76,8 @@ pub struct Server {
 
 impl Server {
     /// Checks the configuration, opens display persistence (with its start-up
-    /// sweep: this server is the store's single writer) and binds the listener.
+    /// sweep, unless the store's database is shared with other hosts) and binds
+    /// the listener.
     pub async fn bind(config: ServerConfig, store: Store) -> Result<Self, ServeError> {
         if config.tokens.is_empty() {
             return Err(ServeError::Config(ConfigError(
@@ -91,9 +92,19 @@ impl Server {
             )));
         }
         let options = DisplayOptions { event_capacity: DISPLAY_EVENT_CAPACITY, ..DisplayOptions::default() };
-        let (display, sweep) = Display::open(store.clone(), options).await?;
-        if sweep.interrupted > 0 || sweep.skipped > 0 {
-            tracing::info!(interrupted = sweep.interrupted, skipped = sweep.skipped, "display sweep after start-up");
+        let display = Display::persistent(store.clone(), options);
+        if display.is_shared() {
+            // Other hosts may be running the tools the sweep would mark interrupted.
+            tracing::info!("start-up display sweep skipped: the store's database is shared with other hosts");
+        } else {
+            let sweep = display.sweep().await?;
+            if sweep.interrupted > 0 || sweep.skipped > 0 {
+                tracing::info!(
+                    interrupted = sweep.interrupted,
+                    skipped = sweep.skipped,
+                    "display sweep after start-up"
+                );
+            }
         }
         let (flag, watch) = shutdown::Flag::new();
         let state = AppState::new(&config, store.clone(), display, watch);

@@ -5,13 +5,19 @@
 //! Every rule lives here, in the host, so it holds for every adapter: splitting a
 //! message into records, validated status transitions, metadata merging, resolving
 //! interrupted tools, the start-up sweep. Each change is made under the
-//! conversation's lock and broadcast while the lock is held, so subscribers see
-//! every persisted change exactly once and in order per conversation; a failed
-//! change emits nothing. Without persistence ([`Display::ephemeral`]) events still
-//! flow and nothing is stored. Every operation runs as a task of its own.
+//! conversation's lock ([`change`]) and announced before the lock is released, so
+//! subscribers see every persisted change exactly once and in order per
+//! conversation; a failed change emits nothing. When the store's database is
+//! shared by several hosts (a PostgreSQL `sql.url`), the lock is cross-host too
+//! and events travel through a journal ([`relay`]), so a subscriber on any host
+//! sees the changes made through every host. Without persistence
+//! ([`Display::ephemeral`]) events still flow and nothing is stored. Every
+//! operation runs as a task of its own.
 
+mod change;
 mod ephemeral;
 mod lifecycle;
+pub mod relay;
 mod split;
 mod storage;
 mod sweep;
@@ -21,6 +27,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+use self::change::Change;
+use self::relay::Relay;
+use self::relay::postgres::PgRelay;
 pub use self::split::MessageView;
 use self::storage::{Persistent, Storage};
 use crate::error::Error;
@@ -58,12 +67,17 @@ struct Inner {
     storage: Box<dyn Storage>,
     events: broadcast::Sender<DisplayEvent>,
     options: DisplayOptions,
+    /// Carries events between hosts sharing the store's database.
+    relay: Option<Box<dyn Relay>>,
 }
 
+type RelayStart = dyn FnOnce(broadcast::Sender<DisplayEvent>) -> Option<Box<dyn Relay>>;
+
 impl Display {
-    fn new(storage: Box<dyn Storage>, options: DisplayOptions) -> Self {
+    fn new(storage: Box<dyn Storage>, options: DisplayOptions, relay: Box<RelayStart>) -> Self {
         let (events, _) = broadcast::channel(options.event_capacity.max(1));
-        Self { inner: Arc::new(Inner { storage, events, options }) }
+        let relay = relay(events.clone());
+        Self { inner: Arc::new(Inner { storage, events, options, relay }) }
     }
 
     /// Display persistence over `store`, after the start-up sweep: cards a crash
@@ -75,15 +89,40 @@ impl Display {
         Ok((display, report))
     }
 
-    /// Display persistence over `store`, without a sweep.
+    /// Display persistence over `store`, without a sweep. On a store whose
+    /// database is shared (`sql.url`), changes made through other hosts are
+    /// announced here too.
     pub fn persistent(store: Store, options: DisplayOptions) -> Self {
-        Self::new(Box::new(Persistent::new(store)), options)
+        let shared = store.shared_database();
+        let (name, protector) = (store.name().to_owned(), store.client().protector_arc());
+        let start = move |sink| -> Option<Box<dyn Relay>> {
+            let shared = shared?;
+            match PgRelay::start(&name, &shared.url, &shared.settings, protector, sink) {
+                Ok(relay) => Some(Box::new(relay)),
+                Err(error) => {
+                    tracing::error!(store = %name, %error, "display events stay on this host");
+                    None
+                }
+            }
+        };
+        Self::new(Box::new(Persistent::new(store)), options, Box::new(start))
     }
 
     /// Events only: nothing is stored, transitions are still validated (from what
     /// this process has seen), and rendering from the event stream works.
     pub fn ephemeral(options: DisplayOptions) -> Self {
-        Self::new(Box::new(ephemeral::Ephemeral::default()), options)
+        Self::new(Box::new(ephemeral::Ephemeral::default()), options, Box::new(|_| None))
+    }
+
+    /// Whether changes are shared with other hosts through the store's database.
+    /// Then the start-up sweep ([`Display::open`]) would mark tools that other
+    /// hosts are running `interrupted`: run it only when no other host runs.
+    pub fn is_shared(&self) -> bool {
+        self.inner.relay.is_some()
+    }
+
+    fn relay(&self) -> Option<&dyn Relay> {
+        self.inner.relay.as_deref()
     }
 
     /// Whether records are stored.
@@ -111,7 +150,8 @@ impl Display {
         tokio::spawn(op(self.clone())).await.map_err(|e| Error::Internal(format!("display task failed: {e}")))?
     }
 
-    fn emit(&self, event: DisplayEvent) {
+    /// Hands `event` to this host's subscribers.
+    fn announce(&self, event: DisplayEvent) {
         // No subscribers is fine: the change is persisted either way.
         let _ = self.inner.events.send(event);
     }
@@ -129,30 +169,46 @@ impl Display {
         records: Vec<DisplayRecord>,
     ) -> Result<Vec<DisplayRecord>, Error> {
         self.detached(move |d| async move {
-            let storage = d.storage();
-            let _guard = storage.lock(scope.clone(), ctx.conversation_id.clone()).await;
-            let count = records.len();
-            let seqs = storage.insert(scope, ctx.conversation_id.clone(), records.clone()).await?;
-            if seqs.len() != count {
-                return Err(Error::ContractViolation {
-                    store: storage.name(),
-                    message: format!("display insert of {count} records returned {} seqs", seqs.len()),
-                });
-            }
-            let saved: Vec<DisplayRecord> =
-                records.into_iter().zip(seqs).map(|(record, seq)| DisplayRecord { seq, ..record }).collect();
-            for record in &saved {
-                d.emit(DisplayEvent::DisplayMessageSaved { agent_id: ctx.agent_id.clone(), record: record.clone() });
-            }
-            Ok(saved)
+            let mut change = d.change(&scope, &ctx.conversation_id).await?;
+            let saved = d.insert_in(&mut change, scope, &ctx, records).await;
+            change.finish(&d).await;
+            saved
         })
         .await
     }
 
-    /// Overwrites a record and announces it. The caller holds the lock.
-    async fn update(&self, record: &DisplayRecord, agent_id: Option<&String>) -> Result<(), Error> {
+    async fn insert_in(
+        &self,
+        change: &mut Change,
+        scope: Scope,
+        ctx: &DisplayContext,
+        records: Vec<DisplayRecord>,
+    ) -> Result<Vec<DisplayRecord>, Error> {
+        let count = records.len();
+        let seqs = self.storage().insert(scope, ctx.conversation_id.clone(), records.clone()).await?;
+        if seqs.len() != count {
+            return Err(Error::ContractViolation {
+                store: self.storage().name(),
+                message: format!("display insert of {count} records returned {} seqs", seqs.len()),
+            });
+        }
+        let saved: Vec<DisplayRecord> =
+            records.into_iter().zip(seqs).map(|(record, seq)| DisplayRecord { seq, ..record }).collect();
+        for record in &saved {
+            change.emit(DisplayEvent::DisplayMessageSaved { agent_id: ctx.agent_id.clone(), record: record.clone() });
+        }
+        Ok(saved)
+    }
+
+    /// Overwrites a record and queues its event on `change`.
+    async fn update(
+        &self,
+        change: &mut Change,
+        record: &DisplayRecord,
+        agent_id: Option<&String>,
+    ) -> Result<(), Error> {
         self.storage().update(record.clone()).await?;
-        self.emit(DisplayEvent::DisplayMessageUpdated { agent_id: agent_id.cloned(), record: record.clone() });
+        change.emit(DisplayEvent::DisplayMessageUpdated { agent_id: agent_id.cloned(), record: record.clone() });
         Ok(())
     }
 
@@ -250,19 +306,24 @@ impl Display {
         validate::message_id(&info.call_id).map_err(|_| Error::InvalidInput("tool call id is not valid".into()))?;
         let (scope, ctx) = (scope.clone(), ctx.clone());
         self.detached(move |d| async move {
-            let _guard = d.storage().lock(scope.clone(), ctx.conversation_id.clone()).await;
-            let records = d.storage().by_call(scope, ctx.conversation_id.clone(), info.call_id.clone()).await?;
-            let (mut card, current) = Self::card_of(&records)?;
-            if !lifecycle::check_transition(current, status)? {
-                return Ok(ToolUpdate { card, changed: false });
+            let mut change = d.change(&scope, &ctx.conversation_id).await?;
+            let updated = async {
+                let records = d.storage().by_call(scope, ctx.conversation_id.clone(), info.call_id.clone()).await?;
+                let (mut card, current) = Self::card_of(&records)?;
+                if !lifecycle::check_transition(current, status)? {
+                    return Ok(ToolUpdate { card, changed: false });
+                }
+                let mut metadata = lifecycle::object(card.metadata.as_ref());
+                lifecycle::merge_tool_info(&mut metadata, &info)?;
+                card.status = Some(status);
+                card.metadata = lifecycle::to_json(metadata);
+                card.updated_at = now_millis();
+                d.update(&mut change, &card, ctx.agent_id.as_ref()).await?;
+                Ok(ToolUpdate { card, changed: true })
             }
-            let mut metadata = lifecycle::object(card.metadata.as_ref());
-            lifecycle::merge_tool_info(&mut metadata, &info)?;
-            card.status = Some(status);
-            card.metadata = lifecycle::to_json(metadata);
-            card.updated_at = now_millis();
-            d.update(&card, ctx.agent_id.as_ref()).await?;
-            Ok(ToolUpdate { card, changed: true })
+            .await;
+            change.finish(&d).await;
+            updated
         })
         .await
     }
@@ -282,33 +343,46 @@ impl Display {
         Self::check_ctx(scope, ctx)?;
         let (scope, ctx, call, content) = (scope.clone(), ctx.clone(), tool_call_id.to_owned(), content.to_owned());
         self.detached(move |d| async move {
-            let _guard = d.storage().lock(scope.clone(), ctx.conversation_id.clone()).await;
-            let records = d.storage().by_call(scope, ctx.conversation_id.clone(), call).await?;
-            let (mut card, current) = Self::card_of(&records)?;
-            if !lifecycle::check_resolve(current)? {
-                return Ok(ToolUpdate { card, changed: false });
-            }
-            let now = now_millis();
-            // Results first: if the process dies in between, the card is still
-            // interrupted and resolving again finishes the job.
-            for mut result in records.into_iter().filter(|r| r.content_type == content_type::TOOL_RESULT) {
-                let mut metadata = lifecycle::object(result.metadata.as_ref());
-                metadata.remove("placeholder");
-                result.content = JsonText::from_value(&json!({ "content": content, "is_error": false }));
-                result.metadata = lifecycle::to_json(metadata);
-                result.updated_at = now;
-                d.update(&result, ctx.agent_id.as_ref()).await?;
-            }
-            let mut metadata = lifecycle::object(card.metadata.as_ref());
-            metadata.remove("interrupted_by");
-            metadata.insert("result".into(), Value::String(content));
-            card.status = Some(ToolStatus::Completed);
-            card.metadata = lifecycle::to_json(metadata);
-            card.updated_at = now;
-            d.update(&card, ctx.agent_id.as_ref()).await?;
-            Ok(ToolUpdate { card, changed: true })
+            let mut change = d.change(&scope, &ctx.conversation_id).await?;
+            let resolved = d.resolve_in(&mut change, scope, &ctx, call, content).await;
+            change.finish(&d).await;
+            resolved
         })
         .await
+    }
+
+    async fn resolve_in(
+        &self,
+        change: &mut Change,
+        scope: Scope,
+        ctx: &DisplayContext,
+        call: String,
+        content: String,
+    ) -> Result<ToolUpdate, Error> {
+        let records = self.storage().by_call(scope, ctx.conversation_id.clone(), call).await?;
+        let (mut card, current) = Self::card_of(&records)?;
+        if !lifecycle::check_resolve(current)? {
+            return Ok(ToolUpdate { card, changed: false });
+        }
+        let now = now_millis();
+        // Results first: if the process dies in between, the card is still
+        // interrupted and resolving again finishes the job.
+        for mut result in records.into_iter().filter(|r| r.content_type == content_type::TOOL_RESULT) {
+            let mut metadata = lifecycle::object(result.metadata.as_ref());
+            metadata.remove("placeholder");
+            result.content = JsonText::from_value(&json!({ "content": content, "is_error": false }));
+            result.metadata = lifecycle::to_json(metadata);
+            result.updated_at = now;
+            self.update(change, &result, ctx.agent_id.as_ref()).await?;
+        }
+        let mut metadata = lifecycle::object(card.metadata.as_ref());
+        metadata.remove("interrupted_by");
+        metadata.insert("result".into(), Value::String(content));
+        card.status = Some(ToolStatus::Completed);
+        card.metadata = lifecycle::to_json(metadata);
+        card.updated_at = now;
+        self.update(change, &card, ctx.agent_id.as_ref()).await?;
+        Ok(ToolUpdate { card, changed: true })
     }
 
     /// Stores records verbatim (status, content, metadata, timestamps kept),

@@ -9,6 +9,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
+use super::change::Change;
 use super::{Display, lifecycle};
 use crate::adapter::raw::DisplayPosition;
 use crate::error::Error;
@@ -87,9 +88,15 @@ impl Display {
     }
 
     /// Marks one stale card interrupted; `Ok(false)` if it is no longer stale.
-    async fn sweep_one(&self, mut card: DisplayRecord) -> Result<bool, Error> {
+    async fn sweep_one(&self, card: DisplayRecord) -> Result<bool, Error> {
+        let mut change = self.change(&card.scope, &card.conversation_id).await?;
+        let swept = self.sweep_in(&mut change, card).await;
+        change.finish(self).await;
+        swept
+    }
+
+    async fn sweep_in(&self, change: &mut Change, mut card: DisplayRecord) -> Result<bool, Error> {
         let (scope, conversation): (Scope, String) = (card.scope.clone(), card.conversation_id.clone());
-        let _guard = self.storage().lock(scope.clone(), conversation.clone()).await;
         // Re-read under the lock: the card may have moved since it was found.
         if let Some(call_id) = card.tool_call_id.clone() {
             let current = self.storage().by_call(scope, conversation, call_id).await?;
@@ -106,7 +113,7 @@ impl Display {
         card.status = Some(ToolStatus::Interrupted);
         card.metadata = lifecycle::to_json(metadata);
         card.updated_at = now_millis();
-        self.update(&card, None).await?;
+        self.update(change, &card, None).await?;
         Ok(true)
     }
 }

@@ -52,3 +52,9 @@ pub fn display(scope: &Scope, conversation_id: &str, f: &DisplayFields<'_>) -> B
 pub fn display_seal(scope: &Scope, conversation_id: &str) -> Binding {
     scoped("stowage/display-body/v1", scope, conversation_id)
 }
+
+/// A display event in the cross-host journal: who published it (a host's random
+/// origin id) and its number among that host's events (tag and seal).
+pub fn display_event(scope: &Scope, conversation_id: &str, origin: &str, counter: u64) -> Binding {
+    scoped("stowage/display-event/v1", scope, conversation_id).text(origin).number(counter)
+}

@@ -30,6 +30,7 @@ pub use self::supervision::{Health, HealthStatus, StoreStats, SwapReport};
 use crate::adapter::client::Client;
 use crate::adapter::loader::Loader;
 use crate::adapter::wasm::WasmBackend;
+use crate::capability::sql::PostgresSettings;
 use crate::config::Limits;
 use crate::error::Error;
 use crate::locks::ConversationLocks;
@@ -53,10 +54,25 @@ pub(crate) struct Inner {
     limits: Limits,
     /// Serialises hot swaps.
     swap: tokio::sync::Mutex<()>,
+    /// The database server other hosts may share (`sql.url`).
+    shared: Option<SharedDatabase>,
+}
+
+/// A store's database server, which other hosts may use too.
+#[derive(Clone, Debug)]
+pub(crate) struct SharedDatabase {
+    pub url: String,
+    pub settings: PostgresSettings,
 }
 
 impl Store {
-    pub(crate) fn new(name: String, client: Client<WasmBackend>, loader: Arc<Loader>, limits: Limits) -> Self {
+    pub(crate) fn new(
+        name: String,
+        client: Client<WasmBackend>,
+        loader: Arc<Loader>,
+        limits: Limits,
+        shared: Option<SharedDatabase>,
+    ) -> Self {
         let inner = Inner {
             name,
             client,
@@ -65,6 +81,7 @@ impl Store {
             seqs: SeqCache::default(),
             limits,
             swap: tokio::sync::Mutex::new(()),
+            shared,
         };
         Self { inner: Arc::new(inner) }
     }
@@ -80,6 +97,11 @@ impl Store {
 
     pub(crate) fn limits(&self) -> &Limits {
         &self.inner.limits
+    }
+
+    /// The database server this store shares with other hosts, if any.
+    pub(crate) fn shared_database(&self) -> Option<SharedDatabase> {
+        self.inner.shared.clone()
     }
 
     pub(crate) fn seqs(&self) -> &SeqCache {

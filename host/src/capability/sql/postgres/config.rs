@@ -20,6 +20,15 @@ use crate::config::{Isolation, KeySource, StoreConfig};
 use crate::error::Error;
 use crate::wit::ContractVersion;
 
+/// What `config`'s limits ask of its server connections.
+pub fn settings(config: &StoreConfig) -> Settings {
+    Settings {
+        max_connections: config.limits.instances,
+        busy_timeout: Duration::from_millis(config.limits.sql_busy_timeout_ms),
+        statement_timeout: config.limits.call_timeout,
+    }
+}
+
 /// The database of a store whose configuration names a server, `None` for a
 /// SQLite store. `version` is its adapter's contract version.
 pub fn server_database(config: &StoreConfig, version: ContractVersion) -> Result<Option<Arc<SqlDatabase>>, Error> {
@@ -41,11 +50,7 @@ pub fn server_database(config: &StoreConfig, version: ContractVersion) -> Result
              role per group of tenants that must not share",
         );
     }
-    let settings = Settings {
-        max_connections: config.limits.instances,
-        busy_timeout: Duration::from_millis(config.limits.sql_busy_timeout_ms),
-        statement_timeout: config.limits.call_timeout,
-    };
+    let settings = settings(config);
     let db = SqlDatabase::postgres(url, &settings, config.limits.max_sql_result_bytes)
         .map_err(|e| Error::Config(format!("store `{}`: {e}", config.name)))?;
     if config.keys == KeySource::Generated {

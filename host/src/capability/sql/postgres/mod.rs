@@ -54,7 +54,7 @@ use deadpool_postgres::{Object, Pool, PoolError, Runtime, TimeoutType};
 use tokio_postgres::Config;
 use tokio_postgres::config::Host;
 
-pub use self::config::server_database;
+pub use self::config::{server_database, settings as server_settings};
 pub use self::connection::PgConnection;
 use self::errors::OpError;
 use crate::wit::SqlErrorKind;
@@ -182,6 +182,31 @@ impl Server {
         &self.location
     }
 
+    /// A connection from the pool, for the host's own async work (the display
+    /// event journal). Made on the PostgreSQL runtime, so it outlives the
+    /// caller's; usable from any runtime.
+    pub async fn connection(&self) -> Result<Object, String> {
+        let pool = self.pool.clone();
+        let got = runtime().map_err(|e| format!("{e:?}"))?.spawn(async move { pool.get().await });
+        match got.await {
+            Ok(Ok(conn)) => Ok(conn),
+            Ok(Err(e)) => Err(format!("no connection to the database server {}: {e}", self.location)),
+            Err(e) => Err(format!("the PostgreSQL runtime failed: {e}")),
+        }
+    }
+}
+
+/// Runs `task` on the PostgreSQL runtime, where it keeps running whatever
+/// runtime the caller has; the handle aborts nothing when dropped.
+pub fn spawn<F>(task: F) -> Result<tokio::task::JoinHandle<F::Output>, String>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    Ok(runtime().map_err(|e| format!("{e:?}"))?.spawn(task))
+}
+
+impl Server {
     /// Runs `op` to completion on the PostgreSQL runtime, giving up on the
     /// connection if no answer comes in time. Call from a blocking thread only.
     fn block_on<T>(&self, op: impl Future<Output = Result<T, OpError>>) -> Result<T, OpError> {
