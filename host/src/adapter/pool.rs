@@ -24,7 +24,7 @@ use crate::capability::sql::{SqlDatabase, SqlSession};
 use crate::capability::{Capability, Grants, filesystem};
 use crate::config::Limits;
 use crate::error::{Error, LoadError};
-use crate::wit::{v0_1, v0_2};
+use crate::wit::{SqlErrorKind, v0_1, v0_2};
 
 /// The SQL database a call wrote to and its write ticket, when the call must
 /// wait for that write to be durable before it returns.
@@ -63,6 +63,17 @@ pub struct PoolSettings {
 pub(crate) fn can_block_here() -> bool {
     tokio::runtime::Handle::try_current()
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+}
+
+/// Makes a call's commit durable on this (blocking) thread if no other caller is
+/// flushing: `Ok(None)` once durable, `Ok(Some(..))` when it must wait for the
+/// flush under way.
+fn durable_here(commit: PendingSync) -> Result<PendingSync, SqlErrorKind> {
+    let Some((db, ticket)) = commit else { return Ok(None) };
+    match db.durability().durable_here(ticket) {
+        Some(result) => result.map(|()| None),
+        None => Ok(Some((db, ticket))),
+    }
 }
 
 /// One call waiting for an instance; gives its slot back when dropped.
@@ -237,15 +248,22 @@ impl InstancePool {
         counters.calls.fetch_add(1, Ordering::Relaxed);
         let taken = admission.admission.take().unwrap_or(Admission::Normal);
         let inline = self.settings.inline_calls && can_block_here();
+        // The call, then (with the instance and its permit already given back)
+        // the flush its commit needs, led on the same thread when no other
+        // caller is flushing: one hop off the async worker, not two.
         let result = if inline {
-            let _permit = permit;
-            tokio::task::block_in_place(|| self.run_blocking(call, taken, restarting, &counters))
+            tokio::task::block_in_place(|| {
+                let done = self.run_blocking(call, taken, restarting, &counters);
+                drop(permit);
+                done.map(|(value, commit)| (value, durable_here(commit)))
+            })
         } else {
             let pool = Arc::clone(self);
             let worker_counters = Arc::clone(&counters);
             tokio::task::spawn_blocking(move || {
-                let _permit = permit;
-                pool.run_blocking(call, taken, restarting, &worker_counters)
+                let done = pool.run_blocking(call, taken, restarting, &worker_counters);
+                drop(permit);
+                done.map(|(value, commit)| (value, durable_here(commit)))
             })
             .await
             .map_err(|e| Error::Internal(format!("adapter call task failed: {e}")))?
@@ -257,11 +275,14 @@ impl InstancePool {
                 return Err(e);
             }
         };
-        // The instance is already free for other calls; this call's commit must
-        // be durable before it is acknowledged (group commit).
-        if let Some((db, ticket)) = commit
-            && let Err(e) = db.durability().durable(ticket, inline).await
-        {
+        // This call's commit must be durable before it is acknowledged (group
+        // commit): wait for the flush another caller leads.
+        let flushed = match commit {
+            Ok(Some((db, ticket))) => db.durability().durable(ticket, inline).await,
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = flushed {
             counters.errors.fetch_add(1, Ordering::Relaxed);
             return Err(Error::Storage(format!(
                 "the adapter committed, but making the commit durable failed (it may or may not survive a power \

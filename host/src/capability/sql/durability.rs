@@ -195,19 +195,47 @@ impl Durability {
                     .map_err(|e| SqlErrorKind::Io(format!("the flush task failed: {e}")))
                     .and_then(|r| r)
             };
-            match flushed {
-                Ok(()) => {
-                    self.state().syncing = false;
-                    std::mem::forget(leading);
-                    self.durable.send_modify(|durable| *durable = (*durable).max(target));
-                    self.maybe_checkpoint();
-                }
-                Err(e) => {
-                    // Wake the waiters so one of them tries again; this caller's
-                    // commit is not known durable.
-                    drop(leading);
-                    return Err(e);
-                }
+            // On failure, wake the waiters so one of them tries again; this
+            // caller's commit is not known durable.
+            self.led(leading, target, flushed)?;
+        }
+    }
+
+    /// On a blocking thread right after the commit: `Some` once the commit with
+    /// `ticket` is durable (already, or by a flush led here, for every commit so
+    /// far) or that flush failed; `None` when another caller is flushing (then
+    /// wait for it with [`durable`](Self::durable)). Saves the hop to another
+    /// thread that `durable` would take to flush.
+    pub fn durable_here(&self, ticket: u64) -> Option<Result<(), SqlErrorKind>> {
+        if *self.durable.borrow() >= ticket {
+            return Some(Ok(()));
+        }
+        let target = {
+            let mut state = self.state();
+            if state.syncing {
+                return None;
+            }
+            state.syncing = true;
+            state.committed
+        };
+        let leading = Leading(self);
+        let flushed = self.flush_wal();
+        Some(self.led(leading, target, flushed))
+    }
+
+    /// Ends a lead: publishes `target` as durable if the flush worked.
+    fn led(&self, leading: Leading<'_>, target: u64, flushed: Result<(), SqlErrorKind>) -> Result<(), SqlErrorKind> {
+        match flushed {
+            Ok(()) => {
+                self.state().syncing = false;
+                std::mem::forget(leading);
+                self.durable.send_modify(|durable| *durable = (*durable).max(target));
+                self.maybe_checkpoint();
+                Ok(())
+            }
+            Err(e) => {
+                drop(leading);
+                Err(e)
             }
         }
     }

@@ -17,6 +17,9 @@
 //! carries on. A `commit` after such a failure would silently roll back, so it
 //! rolls back explicitly and reports `transaction` instead (a savepoint rolled
 //! back to, as `execute-batch` does inside a transaction, clears the failure).
+//!
+//! `BEGIN` travels with the transaction's first statement (tokio-postgres
+//! pipelines requests polled together), saving a round trip per transaction.
 
 use std::sync::Arc;
 
@@ -34,6 +37,10 @@ enum Tx {
         conn: Box<Object>,
         /// A statement failed on the server: the transaction is aborted.
         failed: bool,
+        /// `BEGIN` was sent. It is deferred to the transaction's first
+        /// statement and pipelined with it (one round trip, not two); a
+        /// transaction without statements never reaches the server.
+        begun: bool,
     },
     /// The pinned connection was lost; nothing of the transaction survives.
     Lost(String),
@@ -59,15 +66,18 @@ impl PgConnection {
     /// means to the connection and the transaction.
     fn with_connection<T>(
         &mut self,
-        op: impl FnOnce(&Server, &ClientWrapper, bool) -> Result<T, OpError>,
+        op: impl AsyncFn(&ClientWrapper, bool) -> Result<T, OpError>,
     ) -> Result<T, SqlErrorKind> {
         let server = Arc::clone(&self.server);
+        if let Tx::Open { begun: false, .. } = &self.tx {
+            return self.begin_with(&op);
+        }
         match &mut self.tx {
             Tx::Lost(why) => Err(SqlErrorKind::Io(format!(
                 "the transaction's connection was lost ({why}); roll back and start again"
             ))),
-            Tx::Open { conn, failed } => {
-                let result = op(&server, conn, false);
+            Tx::Open { conn, failed, .. } => {
+                let result = server.block_on(op(conn, false));
                 if let Err(e) = &result
                     && e.from_server
                 {
@@ -83,7 +93,7 @@ impl PgConnection {
             }
             Tx::Idle => {
                 let conn = server.checkout()?;
-                let result = op(&server, &conn, true);
+                let result = server.block_on(op(&conn, true));
                 if let Err(e) = &result
                     && e.broken
                 {
@@ -92,6 +102,59 @@ impl PgConnection {
                 result.map_err(|e| e.kind)
             }
         }
+    }
+
+    /// Sends the deferred `BEGIN` pipelined with the transaction's first
+    /// statement. A pooled connection may have died since it was last used (a
+    /// server restart): if `BEGIN` finds it broken, nothing of the transaction
+    /// happened, so both go once more on a fresh connection.
+    fn begin_with<T>(
+        &mut self,
+        op: &impl AsyncFn(&ClientWrapper, bool) -> Result<T, OpError>,
+    ) -> Result<T, SqlErrorKind> {
+        let server = Arc::clone(&self.server);
+        for attempt in 0..2 {
+            let Tx::Open { conn, .. } = &self.tx else { break };
+            let (begun, result) = server
+                .block_on(async {
+                    let (begun, result) = tokio::join!(ops::plain(conn, "BEGIN"), op(conn, false));
+                    Ok((begun, result))
+                })
+                .map_err(|e| e.kind)?;
+            match begun {
+                Ok(()) => {
+                    if let Tx::Open { failed, begun, .. } = &mut self.tx {
+                        *begun = true;
+                        *failed = result.as_ref().is_err_and(|e| e.from_server);
+                    }
+                    return match result {
+                        Err(e) if e.broken => {
+                            self.lose(&e.kind);
+                            Err(e.kind)
+                        }
+                        other => other.map_err(|e| e.kind),
+                    };
+                }
+                Err(e) if e.broken && attempt == 0 => {
+                    let fresh = server.checkout()?;
+                    if let Tx::Open { conn, .. } =
+                        std::mem::replace(&mut self.tx, Tx::Open { conn: Box::new(fresh), failed: false, begun: false })
+                    {
+                        discard(conn);
+                    }
+                }
+                // `BEGIN` on a live, idle connection fails only with the
+                // connection; the server refusing it otherwise would leave the
+                // statement run on its own, which no server here does.
+                Err(e) => {
+                    if let Tx::Open { conn, .. } = std::mem::replace(&mut self.tx, Tx::Idle) {
+                        discard(conn);
+                    }
+                    return Err(e.kind);
+                }
+            }
+        }
+        Err(SqlErrorKind::Io("no connection could start a transaction".into()))
     }
 
     /// The pinned connection broke: discard it, remember the transaction as lost.
@@ -118,14 +181,12 @@ impl PgConnection {
 impl Connection for PgConnection {
     fn execute(&mut self, statement: &str, params: &[Value]) -> Result<u64, SqlErrorKind> {
         guard::check(statement)?;
-        self.with_connection(|server, conn, retry| server.block_on(ops::execute(conn, statement, params, retry)))
+        self.with_connection(async |conn, retry| ops::execute(conn, statement, params, retry).await)
     }
 
     fn query(&mut self, statement: &str, params: &[Value], max_bytes: u64) -> Result<Rows, SqlErrorKind> {
         guard::check(statement)?;
-        self.with_connection(|server, conn, retry| {
-            server.block_on(ops::query(conn, statement, params, max_bytes, retry))
-        })
+        self.with_connection(async |conn, retry| ops::query(conn, statement, params, max_bytes, retry).await)
     }
 
     fn in_transaction(&self) -> bool {
@@ -136,25 +197,10 @@ impl Connection for PgConnection {
         if self.in_transaction() {
             return Err(SqlErrorKind::Transaction("a transaction is already open".into()));
         }
-        // A pooled connection may have died since it was last used (a server
-        // restart): BEGIN changes nothing, so it is safe to try a fresh one.
-        for attempt in 0..2 {
-            let conn = self.server.checkout()?;
-            match self.server.block_on(ops::plain(&conn, "BEGIN")) {
-                Ok(()) => {
-                    self.tx = Tx::Open { conn: Box::new(conn), failed: false };
-                    return Ok(());
-                }
-                Err(e) if e.broken => {
-                    discard(conn);
-                    if attempt == 1 {
-                        return Err(e.kind);
-                    }
-                }
-                Err(e) => return Err(e.kind),
-            }
-        }
-        Err(SqlErrorKind::Io("no connection could start a transaction".into()))
+        // `BEGIN` itself goes with the first statement (`begin_with`).
+        let conn = self.server.checkout()?;
+        self.tx = Tx::Open { conn: Box::new(conn), failed: false, begun: false };
+        Ok(())
     }
 
     fn commit(&mut self) -> Result<(), SqlErrorKind> {
@@ -163,7 +209,9 @@ impl Connection for PgConnection {
             Tx::Lost(why) => Err(SqlErrorKind::Io(format!(
                 "the transaction's connection was lost ({why}); nothing of it was committed"
             ))),
-            Tx::Open { conn, failed: true } => {
+            // Nothing reached the server: nothing to commit.
+            Tx::Open { begun: false, .. } => Ok(()),
+            Tx::Open { conn, failed: true, .. } => {
                 self.roll_back(conn);
                 Err(SqlErrorKind::Transaction(
                     "a statement of this transaction failed, which aborts a PostgreSQL transaction: it was rolled \
@@ -171,7 +219,7 @@ impl Connection for PgConnection {
                         .into(),
                 ))
             }
-            Tx::Open { conn, failed: false } => match self.server.block_on(ops::plain(&conn, "COMMIT")) {
+            Tx::Open { conn, failed: false, .. } => match self.server.block_on(ops::plain(&conn, "COMMIT")) {
                 Ok(()) => Ok(()),
                 Err(e) if e.broken => {
                     discard(conn);
@@ -189,7 +237,7 @@ impl Connection for PgConnection {
     }
 
     fn rollback(&mut self) -> Result<(), SqlErrorKind> {
-        if let Tx::Open { conn, .. } = std::mem::replace(&mut self.tx, Tx::Idle) {
+        if let Tx::Open { conn, begun: true, .. } = std::mem::replace(&mut self.tx, Tx::Idle) {
             self.roll_back(conn);
         }
         Ok(())
@@ -197,7 +245,7 @@ impl Connection for PgConnection {
 
     fn execute_plain(&mut self, statements: &str) -> Result<(), SqlErrorKind> {
         let restores = statements.trim_start().to_ascii_uppercase().starts_with("ROLLBACK TO");
-        self.with_connection(|server, conn, _| server.block_on(ops::plain(conn, statements)))?;
+        self.with_connection(async |conn, _| ops::plain(conn, statements).await)?;
         if restores && let Tx::Open { failed, .. } = &mut self.tx {
             *failed = false;
         }
@@ -209,7 +257,8 @@ impl Drop for PgConnection {
     fn drop(&mut self) {
         // The instance is being discarded mid-transaction (a trap, a timeout):
         // closing the connection is the one rollback that needs no answer.
-        if let Tx::Open { conn, .. } = std::mem::replace(&mut self.tx, Tx::Idle) {
+        // (A transaction that never began goes back to the pool clean.)
+        if let Tx::Open { conn, begun: true, .. } = std::mem::replace(&mut self.tx, Tx::Idle) {
             discard(conn);
         }
     }
