@@ -43,7 +43,7 @@ use self::gate::{WriteGate, WriteTurn};
 pub use self::host::add_to_linker;
 pub(crate) use self::postgres::{Server as PostgresServer, spawn as spawn_on_postgres_runtime};
 pub use self::postgres::{Settings as PostgresSettings, server_database, server_settings};
-pub use self::session::SqlSession;
+pub use self::session::{SqlSession, Statement};
 pub use self::value::{Dialect, Rows, Value};
 use crate::wit::SqlErrorKind;
 
@@ -83,6 +83,26 @@ pub trait Connection: Send {
     fn rollback(&mut self) -> Result<(), SqlErrorKind>;
     /// Runs statements that return nothing (savepoint handling); no parameters.
     fn execute_plain(&mut self, statements: &str) -> Result<(), SqlErrorKind>;
+    /// Runs `statements` in order as one step inside the open transaction: all
+    /// take effect, or at the first failure none does (the transaction goes on)
+    /// and that failure is returned. Engines may send them together.
+    fn execute_atomic(&mut self, statements: &[Statement]) -> Result<Vec<u64>, SqlErrorKind> {
+        self.execute_plain("SAVEPOINT stowage_batch")?;
+        let mut changes = Vec::with_capacity(statements.len());
+        for statement in statements {
+            match self.execute(&statement.sql, &statement.params) {
+                Ok(changed) => changes.push(changed),
+                Err(err) => {
+                    if let Err(undo) = self.execute_plain("ROLLBACK TO stowage_batch; RELEASE stowage_batch") {
+                        tracing::warn!(error = ?undo, "undoing a failed batch failed");
+                    }
+                    return Err(err);
+                }
+            }
+        }
+        self.execute_plain("RELEASE stowage_batch")?;
+        Ok(changes)
+    }
 }
 
 /// The database a store lends its adapter.

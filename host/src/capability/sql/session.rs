@@ -114,33 +114,23 @@ impl SqlSession {
     fn run_batch(&mut self, statements: &[Statement], nested: bool) -> Result<Vec<u64>, SqlErrorKind> {
         let conn = self.conn()?;
         if nested {
-            conn.execute_plain("SAVEPOINT stowage_batch")?;
-        } else {
-            conn.begin()?;
+            return conn.execute_atomic(statements);
         }
+        conn.begin()?;
         let mut changes = Vec::with_capacity(statements.len());
         for statement in statements {
             match conn.execute(&statement.sql, &statement.params) {
                 Ok(changed) => changes.push(changed),
                 Err(err) => {
-                    let undo = if nested {
-                        conn.execute_plain("ROLLBACK TO stowage_batch; RELEASE stowage_batch")
-                    } else {
-                        conn.rollback()
-                    };
-                    if let Err(undo) = undo {
+                    if let Err(undo) = conn.rollback() {
                         tracing::warn!(error = ?undo, "undoing a failed batch failed");
                     }
                     return Err(err);
                 }
             }
         }
-        if nested {
-            conn.execute_plain("RELEASE stowage_batch")?;
-        } else {
-            conn.commit()?;
-            self.committed();
-        }
+        conn.commit()?;
+        self.committed();
         Ok(changes)
     }
 

@@ -27,7 +27,7 @@ use deadpool_postgres::{ClientWrapper, Object};
 
 use super::errors::OpError;
 use super::{Server, guard, ops};
-use crate::capability::sql::{Connection, Rows, Value};
+use crate::capability::sql::{Connection, Rows, Statement, Value};
 use crate::wit::SqlErrorKind;
 
 /// The instance's transaction.
@@ -241,6 +241,15 @@ impl Connection for PgConnection {
             self.roll_back(conn);
         }
         Ok(())
+    }
+
+    fn execute_atomic(&mut self, statements: &[Statement]) -> Result<Vec<u64>, SqlErrorKind> {
+        for statement in statements {
+            guard::check(&statement.sql)?;
+        }
+        // A failed statement comes back as `Ok(Err(..))`, rolled back to the
+        // savepoint: the transaction is not marked failed.
+        self.with_connection(async |conn, _| ops::atomic(conn, statements).await)?
     }
 
     fn execute_plain(&mut self, statements: &str) -> Result<(), SqlErrorKind> {

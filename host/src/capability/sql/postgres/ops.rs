@@ -4,12 +4,13 @@
 use std::pin::pin;
 
 use deadpool_postgres::ClientWrapper;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use tokio_postgres::Statement;
 
 use super::bind::bind;
 use super::decode::{self, Raw};
 use super::errors::{OpError, classify, is_stale_plan};
+use crate::capability::sql::session::Statement as Batched;
 use crate::capability::sql::{Rows, Value};
 use crate::wit::SqlErrorKind;
 
@@ -109,4 +110,94 @@ pub async fn query(
 /// savepoints; no parameters).
 pub async fn plain(client: &ClientWrapper, statements: &str) -> Result<(), OpError> {
     client.batch_execute(statements).await.map_err(|e| classify(&e))
+}
+
+/// Runs `statements` as one step inside the open transaction: `SAVEPOINT`, the
+/// statements in order, `RELEASE`, pipelined — one round trip when their plans
+/// are cached, two when some must be prepared (the `Parse`s go after the
+/// savepoint, so even a statement that does not parse is undone with the rest).
+/// `Ok(Err(..))`: a statement failed and everything since the savepoint was
+/// rolled back (the transaction goes on); `Err`: the connection or the
+/// transaction failed.
+pub async fn atomic(client: &ClientWrapper, statements: &[Batched]) -> Result<Result<Vec<u64>, SqlErrorKind>, OpError> {
+    let mut savepoint = pin!(client.batch_execute("SAVEPOINT stowage_batch"));
+    // Each request leaves at its future's first poll (which may also finish it:
+    // a closed connection fails at once; a finished future is never polled again).
+    let mut saved = savepoint.as_mut().now_or_never();
+    let mut preparing: Vec<_> = statements.iter().map(|s| Box::pin(prepare(client, &s.sql))).collect();
+    let mut prepared = Vec::with_capacity(statements.len());
+    for future in &mut preparing {
+        prepared.push(future.as_mut().now_or_never());
+    }
+    let mut plans = Vec::with_capacity(statements.len());
+    for (ready, future) in prepared.into_iter().zip(&mut preparing) {
+        let plan = match ready {
+            Some(plan) => plan,
+            None => future.await,
+        };
+        match plan {
+            Ok(plan) => plans.push(plan),
+            Err(e) => {
+                let saved = match saved.take() {
+                    Some(result) => result,
+                    None => savepoint.as_mut().await,
+                };
+                return undo(client, saved, e).await;
+            }
+        }
+    }
+    let mut bound = Vec::with_capacity(statements.len());
+    for (statement, plan) in statements.iter().zip(&plans) {
+        match bind(plan.params(), &statement.params) {
+            Ok(values) => bound.push(values),
+            Err(kind) => {
+                let saved = match saved.take() {
+                    Some(result) => result,
+                    None => savepoint.as_mut().await,
+                };
+                return undo(client, saved, OpError::host(kind)).await;
+            }
+        }
+    }
+    let runs =
+        futures_util::future::join_all(plans.iter().zip(&bound).map(|(plan, b)| client.execute_raw(plan, b.iter())));
+    let release = client.batch_execute("RELEASE stowage_batch");
+    let saving = async {
+        match saved.take() {
+            Some(result) => result,
+            None => savepoint.as_mut().await,
+        }
+    };
+    let (saved, ran, released) = tokio::join!(saving, runs, release);
+    saved.map_err(|e| classify(&e))?;
+    let mut changes = Vec::with_capacity(ran.len());
+    for (statement, result) in statements.iter().zip(ran) {
+        match result {
+            Ok(changed) => changes.push(changed),
+            Err(err) => {
+                let error = match failed(client, &statement.sql, &err, false) {
+                    Err(error) => error,
+                    Ok(()) => classify(&err),
+                };
+                return undo(client, Ok(()), error).await;
+            }
+        }
+    }
+    released.map_err(|e| classify(&e))?;
+    Ok(Ok(changes))
+}
+
+/// Rolls back to the batch's savepoint after `error` (unless the connection is
+/// gone): the batch's failure, or the rollback's.
+async fn undo(
+    client: &ClientWrapper,
+    saved: Result<(), tokio_postgres::Error>,
+    error: OpError,
+) -> Result<Result<Vec<u64>, SqlErrorKind>, OpError> {
+    saved.map_err(|e| classify(&e))?;
+    if error.broken {
+        return Err(error);
+    }
+    plain(client, "ROLLBACK TO stowage_batch; RELEASE stowage_batch").await?;
+    Ok(Err(error.kind))
 }

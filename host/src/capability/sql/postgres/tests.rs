@@ -341,6 +341,45 @@ fn pinned_transactions_end_before_their_connection_returns() -> Res {
 }
 
 #[test]
+fn pipelined_batches_and_deferred_begins_keep_their_semantics() -> Res {
+    let Some(db) = Scratch::new() else { return Ok(()) };
+    let mut s = db.session_with(1)?;
+    ok(s.execute("CREATE TABLE t (x int8 UNIQUE)", &[]))?;
+    let stmt = |sql: &str, x| Statement { sql: sql.into(), params: vec![int(x)] };
+    let insert = |x| stmt("INSERT INTO t VALUES ($1)", x);
+    // A batch whose second statement does not parse (a missing table, never
+    // prepared): undone whole, the transaction goes on.
+    ok(s.begin())?;
+    ok(s.execute_batch(&[insert(1)]))?;
+    let missing = stmt("INSERT INTO missing VALUES ($1)", 2);
+    assert!(matches!(s.execute_batch(&[insert(2), missing]), Err(SqlErrorKind::InvalidStatement(_))));
+    // Binding fails on the host (a value out of range for int2) after the savepoint.
+    ok(s.execute("CREATE TABLE small (v int2)", &[]))?;
+    let too_big = stmt("INSERT INTO small VALUES ($1)", 1 << 20);
+    assert!(s.execute_batch(&[insert(3), too_big]).is_err());
+    ok(s.execute_batch(&[insert(4), insert(5)]))?;
+    ok(s.commit())?;
+    let rows = ok(s.query("SELECT x FROM t ORDER BY x", &[]))?.rows;
+    assert_eq!(rows, vec![vec![int(1)], vec![int(4)], vec![int(5)]]);
+    // Transactions without statements never reach the server, and leave nothing open.
+    ok(s.begin())?;
+    ok(s.commit())?;
+    ok(s.begin())?;
+    ok(s.rollback())?;
+    // The first statement of a transaction carries its BEGIN: a failure there
+    // still aborts the transaction, and commit says so.
+    ok(s.begin())?;
+    assert!(s.execute("INSERT INTO t VALUES (1)", &[]).is_err());
+    assert!(matches!(s.commit(), Err(SqlErrorKind::Transaction(_))));
+    ok(s.begin())?;
+    ok(s.execute("INSERT INTO t VALUES (6)", &[]))?;
+    ok(s.rollback())?;
+    let rows = ok(s.query("SELECT count(*) FROM t", &[]))?.rows;
+    assert_eq!(rows, vec![vec![int(3)]]);
+    Ok(())
+}
+
+#[test]
 fn an_exhausted_pool_answers_busy_and_recovers() -> Res {
     let Some(db) = Scratch::new() else { return Ok(()) };
     let mut a = db.session_with(1)?;
