@@ -49,7 +49,7 @@ pub enum MediaSource {
 /// puts them back in place on export.
 ///
 /// JSON form: an object tagged by `"type"`. Deserialising keeps JSON-valued
-/// fields verbatim, which needs `serde_json` (see [`JsonText`]).
+/// fields verbatim, which needs `serde_json` (see [`JsonText`] and `part_json`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Part {
@@ -136,108 +136,6 @@ impl Part {
             | Part::Media { extra, .. }
             | Part::Provider { extra, .. } => extra.as_ref(),
         }
-    }
-}
-
-/// `Part` is read in two steps, because an internally tagged enum buffers its
-/// fields and a buffered value can no longer be kept verbatim: first the `type`,
-/// then the whole object again as that variant's plain struct.
-impl<'de> Deserialize<'de> for Part {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        use serde::de::Error as _;
-        use serde_json::value::RawValue;
-
-        #[derive(Deserialize)]
-        struct Kind<'a> {
-            #[serde(rename = "type", borrow)]
-            kind: std::borrow::Cow<'a, str>,
-        }
-        #[derive(Deserialize)]
-        struct Text {
-            text: String,
-            #[serde(default)]
-            extra: Option<JsonText>,
-        }
-        #[derive(Deserialize)]
-        struct Thinking {
-            text: String,
-            #[serde(default)]
-            signature: Option<String>,
-            #[serde(default)]
-            redacted: bool,
-            #[serde(default)]
-            extra: Option<JsonText>,
-        }
-        #[derive(Deserialize)]
-        struct ToolCall {
-            id: String,
-            name: String,
-            arguments: String,
-            #[serde(default)]
-            extra: Option<JsonText>,
-        }
-        #[derive(Deserialize)]
-        struct ToolResult {
-            call_id: String,
-            content: String,
-            #[serde(default)]
-            is_error: bool,
-            #[serde(default)]
-            extra: Option<JsonText>,
-        }
-        #[derive(Deserialize)]
-        struct Media {
-            mime_type: String,
-            source: MediaSource,
-            #[serde(default)]
-            name: Option<String>,
-            #[serde(default)]
-            extra: Option<JsonText>,
-        }
-        #[derive(Deserialize)]
-        struct Provider {
-            format: String,
-            value: JsonText,
-            #[serde(default)]
-            extra: Option<JsonText>,
-        }
-
-        let raw = Box::<RawValue>::deserialize(deserializer)?;
-        let text = raw.get();
-        let parse = |e: serde_json::Error| D::Error::custom(e);
-        let kind: Kind<'_> = serde_json::from_str(text).map_err(parse)?;
-        Ok(match kind.kind.as_ref() {
-            "text" => {
-                let p: Text = serde_json::from_str(text).map_err(parse)?;
-                Part::Text { text: p.text, extra: p.extra }
-            }
-            "thinking" => {
-                let p: Thinking = serde_json::from_str(text).map_err(parse)?;
-                Part::Thinking { text: p.text, signature: p.signature, redacted: p.redacted, extra: p.extra }
-            }
-            "tool_call" => {
-                let p: ToolCall = serde_json::from_str(text).map_err(parse)?;
-                Part::ToolCall { id: p.id, name: p.name, arguments: p.arguments, extra: p.extra }
-            }
-            "tool_result" => {
-                let p: ToolResult = serde_json::from_str(text).map_err(parse)?;
-                Part::ToolResult { call_id: p.call_id, content: p.content, is_error: p.is_error, extra: p.extra }
-            }
-            "media" => {
-                let p: Media = serde_json::from_str(text).map_err(parse)?;
-                Part::Media { mime_type: p.mime_type, source: p.source, name: p.name, extra: p.extra }
-            }
-            "provider" => {
-                let p: Provider = serde_json::from_str(text).map_err(parse)?;
-                Part::Provider { format: p.format, value: p.value, extra: p.extra }
-            }
-            other => {
-                return Err(D::Error::unknown_variant(
-                    other,
-                    &["text", "thinking", "tool_call", "tool_result", "media", "provider"],
-                ));
-            }
-        })
     }
 }
 

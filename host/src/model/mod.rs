@@ -9,6 +9,7 @@ mod display;
 mod json;
 mod message;
 mod page;
+mod part_json;
 
 pub use self::conversation::{ConversationInfo, ConversationMeta, MetaPatch, Scope};
 pub use self::display::{
