@@ -115,8 +115,10 @@ pub fn append(reply: &AppendReply, count: usize, first_seq: u64, host_seqs: bool
                 if *index as usize >= count || !indices.insert(*index) {
                     return Err(format!("append named batch index {index} twice or out of range"));
                 }
-                if *seq == 0 || (host_seqs && *seq >= first_seq) {
-                    return Err(format!("append said a message is already stored at seq {seq}, past the history"));
+                // A seq at or past `first_seq` means this host's numbering was
+                // stale (another writer stored the retry): the client renumbers.
+                if *seq == 0 {
+                    return Err("append said a message is already stored at seq 0".into());
                 }
             }
             Ok(())

@@ -139,7 +139,17 @@ impl<B: ConversationBackend> Client<B> {
         let raw = batch.iter().zip(first_seq..).map(|(p, seq)| self.numbered(features, scope, id, seq, p)).collect();
         let reply = self.backend.append(scope, id, raw, expected_version, now).await?;
         checks::append(&reply, batch.len(), first_seq, features.host_seqs).map_err(|v| self.violation_in(id, v))?;
-        Ok(reply)
+        Ok(match reply {
+            // Stored past where this host numbered from: another writer (another
+            // host, or another handle on the same data) stored the retry after
+            // this host last looked. Renumber past them, as for `out-of-sequence`.
+            AppendReply::AlreadyStored { seqs, .. }
+                if features.host_seqs && seqs.iter().any(|&(_, seq)| seq >= first_seq) =>
+            {
+                AppendReply::OutOfSequence { last_seq: seqs.iter().map(|&(_, seq)| seq).max().unwrap_or(first_seq) }
+            }
+            other => other,
+        })
     }
 
     /// Replaces the history with `batch`, numbered from 1.

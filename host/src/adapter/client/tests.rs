@@ -218,17 +218,24 @@ async fn append_answers_are_checked() -> R {
     seeded(&c, &scope(), "c", 2).await?;
     let batch = vec![c.prepare(&scope(), "c", "x".into(), 1, NewMessage::text(Role::User, "x"))?];
     let cases: [(&str, AppendReply); 5] = [
+        ("seq 0", AppendReply::AlreadyStored { seqs: vec![(0, 0)], version: 2 }),
         ("other than the host's", AppendReply::Stored { version: 3, seqs: vec![7], stored: 1 }),
         ("reported version 0", AppendReply::Stored { version: 0, seqs: vec![3], stored: 1 }),
         ("index 4", AppendReply::AlreadyStored { seqs: vec![(4, 1)], version: 2 }),
-        ("past the history", AppendReply::AlreadyStored { seqs: vec![(0, 9)], version: 2 }),
         ("while reporting last seq 2", AppendReply::OutOfSequence { last_seq: 2 }),
     ];
     for (words, reply) in cases {
         tamper(&c, move |t| t.append = Some(Box::new(move |r| *r = reply.clone())));
         violation(c.append(&scope(), "c", 3, &batch, None, 5).await, words)?;
     }
-    Ok(())
+    // Already stored past the host's numbering: the host's view was stale, and it
+    // renumbers past the stored messages.
+    let past = AppendReply::AlreadyStored { seqs: vec![(0, 9)], version: 2 };
+    tamper(&c, move |t| t.append = Some(Box::new(move |r| *r = past.clone())));
+    match c.append(&scope(), "c", 3, &batch, None, 5).await {
+        Ok(AppendReply::OutOfSequence { last_seq: 9 }) => Ok(()),
+        other => Err(format!("a renumbering expected: {other:?}").into()),
+    }
 }
 
 fn card(seq: u64, call: &str) -> Result<DisplayRecord, Error> {
