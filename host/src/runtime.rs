@@ -194,6 +194,7 @@ impl Runtime {
                 settings: PostgresSettings { max_connections: settings.max_connections + 1, ..settings },
             }
         });
-        Ok(Store::new(config.name, client, Arc::clone(&self.inner.loader), config.limits, shared))
+        let on_caller = self.inner.config.ops_on_caller;
+        Ok(Store::new(config.name, client, Arc::clone(&self.inner.loader), config.limits, shared, on_caller))
     }
 }

@@ -4,61 +4,129 @@
 use std::collections::HashSet;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, bail, ensure};
 use stowage::{
-    AdapterSource, Builtin, ConversationMeta, Error, Grants, LoadError, LoadRequest, NewMessage, Role, Runtime,
-    RuntimeConfig, Scope, StoreConfig,
+    AdapterSource, Builtin, ConversationMeta, Error, Grants, Limits, LoadError, LoadRequest, NewMessage, Role, Runtime,
+    RuntimeConfig, Scope, SqlFault, StoreConfig,
 };
 use stowage_tests::{fixture, shared_runtime};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_writers_keep_every_conversation_contiguous() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    for builtin in [Builtin::Sqlite, Builtin::Filesystem] {
-        let store =
-            shared_runtime()?.open_store(StoreConfig::builtin(builtin, dir.path().join(builtin.name()))).await?;
-        let scope = Scope::new("t", "u");
-        for c in 0..3 {
-            store.open(&scope, &format!("c{c}"), ConversationMeta::default()).await?;
-        }
-        // 6 writers per conversation, 3 conversations, all at once.
-        let mut tasks = Vec::new();
-        for writer in 0..18 {
-            let (store, scope) = (store.clone(), scope.clone());
-            tasks.push(tokio::spawn(async move {
-                let conversation = format!("c{}", writer % 3);
-                for i in 0..10 {
-                    let id = format!("w{writer}-{i}");
-                    let message = NewMessage::text(Role::User, id.clone()).with_id(id);
-                    store.append(&scope, &conversation, vec![message], None).await?;
-                }
-                anyhow::Ok(())
-            }));
-        }
-        for task in tasks {
-            task.await??;
-        }
-        for c in 0..3 {
-            let page = store.load(&scope, &format!("c{c}"), LoadRequest::after(0, 1000)).await?;
-            let seqs: Vec<u64> = page.messages.iter().map(|m| m.seq).collect();
-            ensure!(seqs == (1..=60).collect::<Vec<_>>(), "{builtin:?} c{c}: seqs {seqs:?}");
-            let ids: HashSet<&str> = page.messages.iter().map(|m| m.id.as_str()).collect();
-            ensure!(ids.len() == 60, "{builtin:?} c{c}: a message was lost or duplicated");
-            // Each writer's own messages stay in its order.
-            for writer in (c..18).step_by(3) {
-                let mine: Vec<&str> = page
-                    .messages
-                    .iter()
-                    .map(|m| m.id.as_str())
-                    .filter(|id| id.starts_with(&format!("w{writer}-")))
-                    .collect();
-                let want: Vec<String> = (0..10).map(|i| format!("w{writer}-{i}")).collect();
-                ensure!(mine == want, "{builtin:?}: writer {writer} reordered");
-            }
+    // Operations as tasks of their own (the default) and on the callers' tasks.
+    let on_caller = Runtime::new(RuntimeConfig { ops_on_caller: true, ..RuntimeConfig::default() })?;
+    for (mode, runtime) in [("spawned", shared_runtime()?), ("on-caller", on_caller)] {
+        for builtin in [Builtin::Sqlite, Builtin::Filesystem] {
+            let place = dir.path().join(format!("{mode}-{}", builtin.name()));
+            check_writers(runtime.open_store(StoreConfig::builtin(builtin, place)).await?, builtin).await?;
         }
     }
     Ok(())
+}
+
+async fn check_writers(store: stowage::Store, builtin: Builtin) -> anyhow::Result<()> {
+    let scope = Scope::new("t", "u");
+    for c in 0..3 {
+        store.open(&scope, &format!("c{c}"), ConversationMeta::default()).await?;
+    }
+    // 6 writers per conversation, 3 conversations, all at once.
+    let mut tasks = Vec::new();
+    for writer in 0..18 {
+        let (store, scope) = (store.clone(), scope.clone());
+        tasks.push(tokio::spawn(async move {
+            let conversation = format!("c{}", writer % 3);
+            for i in 0..10 {
+                let id = format!("w{writer}-{i}");
+                let message = NewMessage::text(Role::User, id.clone()).with_id(id);
+                store.append(&scope, &conversation, vec![message], None).await?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    for c in 0..3 {
+        let page = store.load(&scope, &format!("c{c}"), LoadRequest::after(0, 1000)).await?;
+        let seqs: Vec<u64> = page.messages.iter().map(|m| m.seq).collect();
+        ensure!(seqs == (1..=60).collect::<Vec<_>>(), "{builtin:?} c{c}: seqs {seqs:?}");
+        let ids: HashSet<&str> = page.messages.iter().map(|m| m.id.as_str()).collect();
+        ensure!(ids.len() == 60, "{builtin:?} c{c}: a message was lost or duplicated");
+        // Each writer's own messages stay in its order.
+        for writer in (c..18).step_by(3) {
+            let mine: Vec<&str> = page
+                .messages
+                .iter()
+                .map(|m| m.id.as_str())
+                .filter(|id| id.starts_with(&format!("w{writer}-")))
+                .collect();
+            let want: Vec<String> = (0..10).map(|i| format!("w{writer}-{i}")).collect();
+            ensure!(mine == want, "{builtin:?}: writer {writer} reordered");
+        }
+    }
+    Ok(())
+}
+
+/// A message with its text as id.
+fn message(id: &str) -> NewMessage {
+    NewMessage::text(Role::User, id).with_id(id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_that_another_handle_already_stored_returns_the_original_seqs() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let scope = Scope::new("t", "u");
+    for builtin in [Builtin::Sqlite, Builtin::Filesystem] {
+        let config = StoreConfig::builtin(builtin, dir.path().join(builtin.name()));
+        let one = shared_runtime()?.open_store(config.clone()).await?;
+        let other = shared_runtime()?.open_store(config).await?;
+        one.open(&scope, "c", ConversationMeta::default()).await?;
+        ensure!(one.append(&scope, "c", vec![message("a")], None).await?.seqs == [1]);
+        // Another handle on the same data (another host, say) stores a batch...
+        let batch = || vec![message("b"), message("c")];
+        let first = other.append(&scope, "c", batch(), None).await?;
+        ensure!(first.seqs == [2, 3], "{builtin:?}: {first:?}");
+        // ...and a retry of it through the first handle, which still numbers from
+        // 2, stores nothing new and answers the original seqs.
+        let retry = one.append(&scope, "c", batch(), None).await?;
+        ensure!(retry.stored == 0 && retry.seqs == [2, 3], "{builtin:?}: {retry:?}");
+        ensure!(one.append(&scope, "c", vec![message("d")], None).await?.seqs == [4], "{builtin:?}");
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operation_on_the_callers_task_finishes_when_the_caller_gives_up() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let runtime = Runtime::new(RuntimeConfig { ops_on_caller: true, ..RuntimeConfig::default() })?;
+    let limits = Limits { restart_backoff_ms: 300, max_restart_backoff_ms: 300, ..Limits::default() };
+    let store = runtime.open_store(StoreConfig::builtin(Builtin::Sqlite, dir.path()).with_limits(limits)).await?;
+    let scope = Scope::new("t", "u");
+    store.open(&scope, "c", ConversationMeta::default()).await?;
+
+    // An adapter trap: the next call waits out a back-off for a fresh instance.
+    store.inject_sql_fault(0, SqlFault::Trap)?;
+    ensure!(matches!(store.info(&scope, "c").await, Err(Error::Trap { .. })), "the injected trap");
+    // The caller of an append (alone, so run on the caller's task) gives up
+    // during that wait...
+    let append = store.append(&scope, "c", vec![message("a")], None);
+    ensure!(tokio::time::timeout(Duration::from_millis(30), append).await.is_err(), "the append was not cut off");
+    // ...and the append still runs to its end, once.
+    for _ in 0..300 {
+        let messages = store.load(&scope, "c", LoadRequest::after(0, 10)).await?.messages;
+        if let [only] = &messages[..] {
+            ensure!((only.id.as_str(), only.seq) == ("a", 1), "{only:?}");
+            let retry = store.append(&scope, "c", vec![message("a")], None).await?;
+            ensure!(retry.stored == 0 && retry.seqs == [1], "a retry stores nothing new: {retry:?}");
+            return Ok(());
+        }
+        ensure!(messages.is_empty(), "{messages:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    bail!("the append whose caller gave up never finished")
 }
 
 fn cached_runtime(cache: &Path) -> Result<Runtime, Error> {

@@ -50,6 +50,9 @@ pub fn runtime_config(cache_dir: Option<PathBuf>, e_instances: u32) -> RuntimeCo
         config.cache_dir = cache_dir;
     }
     config.max_instances = config.max_instances.max(e_instances);
+    // Calls on the caller's task, as the native baseline's are (no hand-off to
+    // another thread and back); see `RuntimeConfig::ops_on_caller`.
+    config.ops_on_caller = true;
     config
 }
 
@@ -113,6 +116,7 @@ impl StoreKind for StowageKind {
                  max_waiting_calls ≥ 2 × agents",
                 limits.instances, limits.max_page_size, self.e_instances
             ),
+            "RuntimeConfig: defaults but ops_on_caller = true (operations run on the calling task)".into(),
         ];
         if let Some((_, server)) = &self.server {
             notes.push(format!(

@@ -43,6 +43,17 @@ pub struct RuntimeConfig {
     /// SQLite or files; on a current-thread runtime, and for PostgreSQL stores,
     /// calls always go to the blocking pool.
     pub inline_calls: bool,
+    /// Run a store operation (append, load, …) that finds no other operation of
+    /// its store under way on the calling task instead of a task of its own.
+    /// Saves the two thread hand-offs a spawned task costs (~20 µs a call on a
+    /// small machine, more than the null adapter's whole call); concurrent
+    /// operations are still spawned. An operation the caller drops half done
+    /// still finishes, on a task of its own, so it is never cut short. The
+    /// difference: with calls inline (`inline_calls`), a `timeout` around an
+    /// operation can fire only between its adapter calls, not during one (each
+    /// call is bounded by the store's `call_timeout`). Off (the default), every
+    /// operation is spawned and a caller's timeout fires on time.
+    pub ops_on_caller: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -55,6 +66,7 @@ impl Default for RuntimeConfig {
             max_memory_bytes: 1 << 30,
             max_cached_components: 32,
             inline_calls: true,
+            ops_on_caller: false,
         }
     }
 }

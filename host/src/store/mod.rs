@@ -9,9 +9,9 @@
 //! - `conversations`: open, info, meta changes, delete, list, ownership.
 //! - `supervision`: health, stats, hot swap with its smoke test.
 //!
-//! Every operation runs as a task of its own ([`Store::detached`]): a caller that
-//! stops waiting cannot cut an operation short between taking its conversation's
-//! lock and finishing its adapter work.
+//! Every operation runs to its end ([`Store::detached`]): a caller that stops
+//! waiting cannot cut an operation short between taking its conversation's lock
+//! and finishing its adapter work.
 
 mod conversations;
 mod cuts;
@@ -22,6 +22,7 @@ mod seqs;
 mod supervision;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::OwnedMutexGuard;
 
@@ -38,6 +39,7 @@ use crate::model::{
     AppendOutcome, ConversationInfo, ConversationMeta, ConversationPage, LoadRequest, Message, MetaPatch, NewMessage,
     Page, Scope, TruncateOutcome,
 };
+use crate::util::detach::run_to_completion;
 
 /// A handle to one store. Cheap to clone; every clone shares the adapter instances.
 #[derive(Clone)]
@@ -56,6 +58,27 @@ pub(crate) struct Inner {
     swap: tokio::sync::Mutex<()>,
     /// The database server other hosts may share (`sql.url`).
     shared: Option<SharedDatabase>,
+    /// Operations run on the caller's task (`RuntimeConfig::ops_on_caller`).
+    on_caller: bool,
+    /// Operations under way.
+    running: Arc<AtomicUsize>,
+}
+
+/// Counts an operation as running until dropped.
+struct Running(Arc<AtomicUsize>);
+
+impl Running {
+    /// Counts one more; `true` if it is the only one.
+    fn start(counter: &Arc<AtomicUsize>) -> (Self, bool) {
+        let before = counter.fetch_add(1, Ordering::AcqRel);
+        (Self(Arc::clone(counter)), before == 0)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// A store's database server, which other hosts may use too.
@@ -72,6 +95,7 @@ impl Store {
         loader: Arc<Loader>,
         limits: Limits,
         shared: Option<SharedDatabase>,
+        on_caller: bool,
     ) -> Self {
         let inner = Inner {
             name,
@@ -82,6 +106,8 @@ impl Store {
             limits,
             swap: tokio::sync::Mutex::new(()),
             shared,
+            on_caller,
+            running: Arc::new(AtomicUsize::new(0)),
         };
         Self { inner: Arc::new(inner) }
     }
@@ -113,14 +139,27 @@ impl Store {
         self.inner.locks.lock(scope, conversation_id).await
     }
 
-    /// Runs `op` as a task of its own, so a caller that stops waiting (a timeout,
-    /// a dropped request) never leaves it half done.
+    /// Runs `op` to its end even if the caller stops waiting (a timeout, a
+    /// dropped request): as a task of its own, or, with `ops_on_caller` and no
+    /// other operation of the store under way, on the caller's task, moved to a
+    /// task of its own only when the caller drops it (see
+    /// [`crate::util::detach`]). Concurrent operations are spawned: each then
+    /// runs on whichever worker is free, not on its caller's.
     async fn detached<T, Fut>(&self, op: impl FnOnce(Store) -> Fut) -> Result<T, Error>
     where
         Fut: Future<Output = Result<T, Error>> + Send + 'static,
         T: Send + 'static,
     {
-        tokio::spawn(op(self.clone())).await.map_err(|e| Error::Internal(format!("store task failed: {e}")))?
+        let (running, alone) = Running::start(&self.inner.running);
+        let op = op(self.clone());
+        let op = async move {
+            let _running = running;
+            op.await
+        };
+        if self.inner.on_caller && alone {
+            return run_to_completion(op).await.map_err(|e| Error::Internal(format!("store task {e}")))?;
+        }
+        tokio::spawn(op).await.map_err(|e| Error::Internal(format!("store task failed: {e}")))?
     }
 
     /// Finds or creates a conversation. Idempotent: an existing conversation is

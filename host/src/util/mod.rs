@@ -1,4 +1,5 @@
 //! Small helpers every layer may use; they depend on nothing else in the crate.
 
 pub mod clock;
+pub mod detach;
 pub mod hex;

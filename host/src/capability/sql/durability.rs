@@ -52,8 +52,9 @@ struct State {
     committed: u64,
     /// A flush is running.
     syncing: bool,
-    /// The open WAL file (opened by the first flush; the directory is flushed then).
-    wal: Option<File>,
+    /// The open WAL file and its (device, inode), opened by the first flush (the
+    /// directory is flushed then); shared, so a flush needs no descriptor of its own.
+    wal: Option<(Arc<File>, (u64, u64))>,
 }
 
 /// The leader's turn: dropping it (a failed flush, or a leader dropped while
@@ -151,17 +152,17 @@ impl Durability {
                 }
                 Err(e) => return Err(io("inspecting", &self.wal, e)),
             };
-            let held = state.wal.as_ref().and_then(|f| f.metadata().ok()).map(identity);
             match state.wal.as_ref() {
-                Some(file) if held == Some(current) => file.try_clone().map_err(|e| io("reopening", &self.wal, e))?,
+                Some((file, held)) if *held == current => Arc::clone(file),
                 _ => {
-                    let file = File::open(&self.wal).map_err(|e| io("opening", &self.wal, e))?;
+                    let file = Arc::new(File::open(&self.wal).map_err(|e| io("opening", &self.wal, e))?);
                     if let Some(dir) = self.wal.parent() {
                         File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io("flushing", dir, e))?;
                     }
-                    let clone = file.try_clone().map_err(|e| io("reopening", &self.wal, e))?;
-                    state.wal = Some(file);
-                    clone
+                    // The identity of what was opened, should the file have changed since.
+                    let opened = file.metadata().map(identity).map_err(|e| io("inspecting", &self.wal, e))?;
+                    state.wal = Some((Arc::clone(&file), opened));
+                    file
                 }
             }
         };
@@ -325,13 +326,13 @@ mod tests {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1)")?;
         durability.flush_wal().map_err(|e| format!("{e:?}"))?;
-        let first = durability.state().wal.as_ref().ok_or("the WAL is held")?.metadata()?.ino();
+        let first = durability.state().wal.as_ref().ok_or("the WAL is held")?.0.metadata()?.ino();
         drop(conn);
         assert!(!wal.exists(), "the last connection to close removes the WAL");
         let conn = rusqlite::Connection::open(&db)?;
         conn.execute_batch("INSERT INTO t VALUES (2)")?;
         durability.flush_wal().map_err(|e| format!("{e:?}"))?;
-        let held = durability.state().wal.as_ref().ok_or("the new WAL is held")?.metadata()?.ino();
+        let held = durability.state().wal.as_ref().ok_or("the new WAL is held")?.0.metadata()?.ino();
         assert_eq!(held, std::fs::metadata(&wal)?.ino(), "the flush went to the WAL on disk");
         // The old handle kept the deleted file's inode allocated, so a new WAL has another.
         assert_ne!(first, held, "a new WAL file, not the deleted one");
