@@ -249,6 +249,10 @@ async fn callers_that_give_up_while_queued_leave_the_queue_as_they_found_it() ->
             ensure!(started.elapsed() < Duration::from_secs(10), "round {round}: the given-up calls never ran");
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+        // ...and have finished: a call queued behind them (the queue is first come,
+        // first served) returns after them, so none of them takes the stall the
+        // next round arms for its own blocking call.
+        store.info(&scope(), "c").await.context("a call behind the given-up ones")?;
     }
     // A queue holding leaked slots would refuse more than one of five callers.
     let base = store.stats().calls;
