@@ -235,19 +235,10 @@ async fn stalled_request(addr: std::net::SocketAddr) -> Result<TcpStream> {
 #[tokio::test]
 async fn a_tenant_over_its_concurrency_cap_gets_429_and_others_are_served() -> Result<()> {
     let mut server = TestServer::start(|c| c.limits.tenant_concurrency = 1).await?;
-    let stalled = stalled_request(server.addr).await?;
-    // The stalled request takes the permit as soon as the server reads its head;
-    // poll (bounded) until acme is refused.
-    let mut refused = None;
-    for _ in 0..500 {
-        let reply = server.acme().get("/v1/conversations").await?;
-        if reply.status == 429 {
-            refused = Some(reply);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let refused = refused.ok_or("acme was never refused")?;
+    // The stalled request takes the permit as soon as the server reads its head.
+    let stalled = support::http::stall_holding_the_permit(&server.acme(), || stalled_request(server.addr)).await?;
+    let refused = server.acme().get("/v1/conversations").await?;
+    assert_eq!(refused.status, 429, "{}", refused.text());
     assert_eq!(refused.code(), "too_many_requests");
     assert_eq!(refused.header("retry-after").as_deref(), Some("1"));
     assert_eq!(server.beta().get("/v1/conversations").await?.status, 200, "beta has its own cap");

@@ -228,24 +228,19 @@ async fn sigterm_finishes_the_request_in_flight_then_exits_0() -> Result<()> {
     let mut server = start(dir.path()).await?;
     let body = serde_json::to_vec(&batch(&["in-flight".to_owned()]))?;
     let (head_part, rest) = body.split_at(10);
-    let mut stalled = TcpStream::connect(server.addr).await?;
     let head = format!(
         "POST /v1/conversations/term/messages HTTP/1.1\r\nhost: t\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
         body.len()
     );
-    stalled.write_all(head.as_bytes()).await?;
-    stalled.write_all(head_part).await?;
     // The request is in its handler once the tenant's single permit is taken.
     let probe = Client::new(server.addr, Some(TOKEN));
-    let mut in_handler = false;
-    for _ in 0..1000 {
-        if probe.get("/v1/conversations").await?.status == 429 {
-            in_handler = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(in_handler, "the stalled request never reached its handler");
+    let mut stalled = http::stall_holding_the_permit(&probe, || async {
+        let mut stalled = TcpStream::connect(server.addr).await?;
+        stalled.write_all(head.as_bytes()).await?;
+        stalled.write_all(head_part).await?;
+        Ok(stalled)
+    })
+    .await?;
     let pid = server.child.id().ok_or("no pid")?;
     let status = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status()?;
     assert!(status.success());

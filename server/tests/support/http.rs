@@ -223,3 +223,34 @@ impl Events {
         Ok(out)
     }
 }
+
+/// Opens a connection with `open` (a request that stops before its body ends)
+/// and returns it once that request holds its tenant's only permit, which
+/// `probe` sees as a 429 on a request of its own.
+///
+/// The two race: when the probe's request holds the permit at the moment the
+/// stalled one arrives, the stalled one is the request turned away (its
+/// connection gets an answer). That case starts over on a fresh connection.
+pub async fn stall_holding_the_permit<F, Fut>(probe: &Client, open: F) -> Result<TcpStream>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<TcpStream>>,
+{
+    for _attempt in 0..20 {
+        let stalled = open().await?;
+        for _ in 0..500 {
+            if probe.get("/v1/conversations").await?.status == 429 {
+                return Ok(stalled);
+            }
+            let mut byte = [0u8; 1];
+            match stalled.try_read(&mut byte) {
+                // An answer (or a closed connection): the stalled request was turned away.
+                Ok(_) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e.into()),
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    Err("the stalled request never held the permit".into())
+}
