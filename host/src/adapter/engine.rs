@@ -25,7 +25,10 @@ fn pooling(runtime: &RuntimeConfig) -> PoolingAllocationConfig {
         .total_core_instances(instances.saturating_mul(8))
         .total_memories(instances.saturating_mul(2))
         .total_tables(instances.saturating_mul(8))
-        .total_stacks(instances)
+        // Fiber stacks serve async calls only; every call here is synchronous
+        // (`base_config` turns concurrency support off), so the pool keeps none
+        // and creating the engine skips a guard-page `mprotect` per stack.
+        .total_stacks(0)
         .max_memory_size(usize::try_from(runtime.max_memory_bytes).unwrap_or(usize::MAX))
         .max_memories_per_component(4)
         .max_tables_per_component(16)

@@ -204,12 +204,14 @@ impl Connection for Sqlite {
         !self.conn.is_autocommit()
     }
 
+    // BEGIN and COMMIT run once per write: kept prepared, not parsed (and
+    // authorized) again every time.
     fn begin(&mut self) -> Result<(), SqlErrorKind> {
-        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(map_error)
+        self.conn.prepare_cached("BEGIN IMMEDIATE").and_then(|mut stmt| stmt.execute([])).map(drop).map_err(map_error)
     }
 
     fn commit(&mut self) -> Result<(), SqlErrorKind> {
-        self.conn.execute_batch("COMMIT").map_err(map_error)
+        self.conn.prepare_cached("COMMIT").and_then(|mut stmt| stmt.execute([])).map(drop).map_err(map_error)
     }
 
     fn rollback(&mut self) -> Result<(), SqlErrorKind> {
