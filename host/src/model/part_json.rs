@@ -181,7 +181,10 @@ impl Fields {
             "source" => put(&mut self.source, "source", source),
             "format" => put(&mut self.format, "format", source),
             "value" => put(&mut self.value, "value", source),
-            _ => put(&mut self.extra, "extra", source),
+            "extra" => put(&mut self.extra, "extra", source),
+            // `Kind::has` admits no other field; should it ever, refuse it
+            // rather than store it under another name.
+            other => Err(de::Error::unknown_field(other, &[])),
         }
     }
 
