@@ -44,7 +44,8 @@ pub enum HealthStatus {
         consecutive_failures: u32,
         last_error: String,
     },
-    /// The restart budget is spent: calls are refused for `retry_in_ms`.
+    /// The restart budget is spent: calls are refused for `retry_in_ms` (rounded
+    /// up, so 0 means the next call goes through as the probe).
     Unhealthy {
         consecutive_failures: u32,
         last_error: String,
@@ -113,7 +114,9 @@ impl Store {
             (Some(retry_in), failures) => HealthStatus::Unhealthy {
                 consecutive_failures: failures,
                 last_error,
-                retry_in_ms: u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX),
+                // Rounded up: 0 only once the cool-down is over (truncating said
+                // 0 for up to a millisecond in which calls were still refused).
+                retry_in_ms: u64::try_from(retry_in.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX),
             },
             (None, 0) => HealthStatus::Healthy,
             (None, failures) => HealthStatus::Degraded { consecutive_failures: failures, last_error },
