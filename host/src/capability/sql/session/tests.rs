@@ -1,0 +1,184 @@
+use std::time::Duration;
+
+use super::super::SqlSync;
+use super::*;
+
+fn session(dir: &tempfile::TempDir) -> SqlSession {
+    let db = SqlDatabase::sqlite(dir.path().join("t.db"), 1 << 20, Duration::from_secs(1), SqlSync::Normal);
+    SqlSession::new(Arc::new(db))
+}
+
+fn ok<T>(result: Result<T, SqlErrorKind>) -> Result<T, String> {
+    result.map_err(|e| format!("{e:?}"))
+}
+
+#[test]
+fn attach_vacuum_into_and_dangerous_pragmas_are_denied() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let mut s = session(&dir);
+    let outside = dir.path().join("outside.db");
+    let attach = s.execute(&format!("ATTACH DATABASE '{}' AS x", outside.display()), &[]);
+    assert!(matches!(attach, Err(SqlErrorKind::AccessDenied(_))), "{attach:?}");
+    ok(s.execute("CREATE TABLE t (x)", &[]))?;
+    let vacuum = s.execute(&format!("VACUUM INTO '{}'", outside.display()), &[]);
+    assert!(vacuum.is_err(), "VACUUM INTO must fail: {vacuum:?}");
+    assert!(!outside.exists(), "no file may be written outside the database");
+    for pragma in ["PRAGMA journal_mode = DELETE", "PRAGMA writable_schema = ON"] {
+        assert!(
+            matches!(s.execute(pragma, &[]), Err(SqlErrorKind::AccessDenied(_)))
+                && matches!(s.query(pragma, &[]), Err(SqlErrorKind::AccessDenied(_))),
+            "{pragma} allowed"
+        );
+    }
+    ok(s.execute("PRAGMA user_version = 3", &[]))?;
+    let version = ok(s.query("PRAGMA user_version", &[]))?;
+    assert!(matches!(version.rows[0][..], [Value::Integer(3)]));
+    Ok(())
+}
+
+#[test]
+fn loading_an_extension_is_denied_even_when_the_library_exists() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let mut s = session(&dir);
+    // A real shared library: the denial must not depend on the path being bad.
+    let library = ["/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6", "/lib64/libm.so.6"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .ok_or("no shared library to try loading")?;
+    let result = s.query(&format!("SELECT load_extension('{library}')"), &[]);
+    assert!(matches!(result, Err(SqlErrorKind::AccessDenied(_))), "{result:?}");
+    Ok(())
+}
+
+#[test]
+fn a_symlink_in_place_of_the_database_is_refused() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let elsewhere = dir.path().join("elsewhere.db");
+    ok(session_at(&elsewhere).execute("CREATE TABLE secret (x)", &[]))?;
+    std::os::unix::fs::symlink(&elsewhere, dir.path().join("t.db"))?;
+    let mut s = session(&dir);
+    let result = s.query("SELECT name FROM sqlite_master", &[]);
+    assert!(matches!(result, Err(SqlErrorKind::Io(_)) | Err(SqlErrorKind::InvalidStatement(_))), "{result:?}");
+    Ok(())
+}
+
+fn session_at(path: &std::path::Path) -> SqlSession {
+    let db = SqlDatabase::sqlite(path.to_path_buf(), 1 << 20, Duration::from_secs(1), SqlSync::Normal);
+    SqlSession::new(Arc::new(db))
+}
+
+#[test]
+fn writers_wait_their_turn_and_a_dropped_session_lets_the_next_in() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("t.db");
+    let db = Arc::new(SqlDatabase::sqlite(path, 1 << 20, Duration::from_millis(50), SqlSync::Normal));
+    let (mut a, mut b) = (SqlSession::new(Arc::clone(&db)), SqlSession::new(Arc::clone(&db)));
+    ok(a.execute("CREATE TABLE t (x)", &[]))?;
+    ok(a.begin())?;
+    let blocked = b.execute("INSERT INTO t VALUES (1)", &[]);
+    assert!(matches!(blocked, Err(SqlErrorKind::Busy)), "the second writer waits, then is busy: {blocked:?}");
+    ok(b.query("SELECT count(*) FROM t", &[]))?;
+    drop(a);
+    ok(b.execute("INSERT INTO t VALUES (1)", &[]))?;
+    ok(b.begin())?;
+    ok(b.commit())?;
+    Ok(())
+}
+
+#[test]
+fn results_over_the_cap_are_refused() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let mut s = session(&dir);
+    ok(s.execute("CREATE TABLE t (x)", &[]))?;
+    for _ in 0..3 {
+        ok(s.execute("INSERT INTO t VALUES (?1)", &[Value::Blob(vec![0; 400 << 10])]))?;
+    }
+    assert!(matches!(s.query("SELECT x FROM t", &[]), Err(SqlErrorKind::TooLarge(_))));
+    Ok(())
+}
+
+#[test]
+fn a_failed_batch_leaves_nothing_and_an_abandoned_transaction_is_rolled_back() -> Result<(), Box<dyn std::error::Error>>
+{
+    let dir = tempfile::tempdir()?;
+    let mut s = session(&dir);
+    ok(s.execute("CREATE TABLE t (x UNIQUE)", &[]))?;
+    let insert = |x| Statement { sql: "INSERT INTO t VALUES (?1)".into(), params: vec![Value::Integer(x)] };
+    let batch = s.execute_batch(&[insert(1), insert(2), insert(1)]);
+    assert!(matches!(batch, Err(SqlErrorKind::Constraint(_))), "{batch:?}");
+    ok(s.begin())?;
+    ok(s.execute("INSERT INTO t VALUES (9)", &[]))?;
+    assert!(matches!(s.reset(), Ok(true)), "the open transaction is reported");
+    let rows = ok(s.query("SELECT count(*) FROM t", &[]))?;
+    assert!(matches!(rows.rows[0][..], [Value::Integer(0)]));
+    Ok(())
+}
+
+fn count(s: &mut SqlSession) -> Result<i64, String> {
+    match ok(s.query("SELECT count(*) FROM t", &[]))?.rows[0][..] {
+        [Value::Integer(n)] => Ok(n),
+        ref other => Err(format!("{other:?}")),
+    }
+}
+
+#[test]
+fn a_commit_group_commits_its_calls_once_and_a_call_that_fails_undoes_only_its_own_writes()
+-> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let db = Arc::new(SqlDatabase::sqlite(dir.path().join("t.db"), 1 << 20, Duration::from_secs(1), SqlSync::Full));
+    let (mut s, mut reader) = (SqlSession::new(Arc::clone(&db)), SqlSession::new(Arc::clone(&db)));
+    ok(s.execute("CREATE TABLE t (x UNIQUE)", &[]))?;
+    s.take_ticket();
+    assert!(s.open_group(), "a SQLite session groups");
+    assert!(!s.group_pending(), "nothing written yet");
+    // Call 1: a transaction of its own, committed.
+    ok(s.begin())?;
+    ok(s.execute("INSERT INTO t VALUES (1)", &[]))?;
+    ok(s.commit())?;
+    assert!(s.group_pending() && s.take_ticket().is_none(), "no ticket before the group commits");
+    // Call 2: rolls back. Call 3: a failing statement inside its transaction, then
+    // abandoned (the host's reset after the call). Call 4: a lone statement.
+    ok(s.begin())?;
+    ok(s.execute("INSERT INTO t VALUES (2)", &[]))?;
+    ok(s.rollback())?;
+    ok(s.begin())?;
+    ok(s.execute("INSERT INTO t VALUES (3)", &[]))?;
+    assert!(matches!(s.execute("INSERT INTO t VALUES (1)", &[]), Err(SqlErrorKind::Constraint(_))));
+    assert!(matches!(s.begin(), Err(SqlErrorKind::Transaction(_))), "one transaction per call");
+    assert!(matches!(s.reset(), Ok(true)), "the open transaction is reported");
+    ok(s.execute("INSERT INTO t VALUES (4)", &[]))?;
+    assert_eq!(count(&mut s)?, 2, "the group sees its own writes");
+    assert_eq!(count(&mut reader)?, 0, "nobody else sees them before the commit");
+    let ticket = ok(s.close_group())?;
+    assert!(ticket.is_some(), "full sync: one ticket for the whole group");
+    assert_eq!(count(&mut reader)?, 2, "calls 1 and 4 committed; 2 and 3 left nothing");
+    assert!(ok(s.close_group())?.is_none(), "closing twice is a no-op");
+    // Out of the group, the session is back to a transaction per call.
+    ok(s.begin())?;
+    ok(s.execute("INSERT INTO t VALUES (5)", &[]))?;
+    ok(s.commit())?;
+    assert!(s.take_ticket().is_some());
+    assert_eq!(count(&mut reader)?, 3);
+    Ok(())
+}
+
+#[test]
+fn a_group_closed_mid_call_keeps_the_calls_before_it_and_holds_the_write_turn_until_then()
+-> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("t.db");
+    let db = Arc::new(SqlDatabase::sqlite(path, 1 << 20, Duration::from_millis(50), SqlSync::Normal));
+    let (mut s, mut other) = (SqlSession::new(Arc::clone(&db)), SqlSession::new(Arc::clone(&db)));
+    ok(s.execute("CREATE TABLE t (x)", &[]))?;
+    assert!(s.open_group());
+    ok(s.execute_batch(&[Statement { sql: "INSERT INTO t VALUES (1)".into(), params: vec![] }]))?;
+    let blocked = other.execute("INSERT INTO t VALUES (9)", &[]);
+    assert!(matches!(blocked, Err(SqlErrorKind::Busy)), "the group holds the write turn: {blocked:?}");
+    // A call that traps mid-transaction: the pool closes the group from its session.
+    ok(s.begin())?;
+    ok(s.execute("INSERT INTO t VALUES (2)", &[]))?;
+    ok(s.close_group())?;
+    assert_eq!(count(&mut other)?, 1, "the call before it kept its write; its own is gone");
+    ok(other.execute("INSERT INTO t VALUES (9)", &[]))?;
+    Ok(())
+}
