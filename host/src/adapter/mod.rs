@@ -2,10 +2,11 @@
 //! loading (one frozen binding per contract version), instance pools under a
 //! supervisor, the backend seam, and the checked client every answer goes through.
 //!
-//! Layering inside: `loader` → `pool`/`supervisor` → `wasm` (a backend) →
-//! `client` (checks, over any backend).
+//! Layering inside: `loader` → `pool` (over its `backlog` of queued calls) /
+//! `supervisor` → `wasm` (a backend) → `client` (checks, over any backend).
 
 pub mod backend;
+mod backlog;
 pub mod cache;
 pub mod client;
 pub mod engine;

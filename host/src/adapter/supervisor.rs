@@ -30,6 +30,8 @@ pub struct Counters {
     /// Calls refused because the adapter was unhealthy.
     pub refused: AtomicU64,
     pub swaps: AtomicU64,
+    /// Calls whose writes were committed in a commit group with other calls.
+    pub grouped: AtomicU64,
 }
 
 impl Counters {
@@ -44,6 +46,7 @@ impl Counters {
             (&self.instantiations, &other.instantiations),
             (&self.restarts, &other.restarts),
             (&self.refused, &other.refused),
+            (&self.grouped, &other.grouped),
         ] {
             into.fetch_add(from.load(Ordering::Relaxed), Ordering::Relaxed);
         }

@@ -31,6 +31,9 @@ pub struct StoreStats {
     /// Calls refused while the store was unhealthy.
     pub refused: u64,
     pub swaps: u64,
+    /// Calls queued behind others whose writes were committed together, in one
+    /// commit group (one SQLite commit and one flush for all of them).
+    pub grouped_calls: u64,
 }
 
 /// How the store's adapter is doing.
@@ -102,6 +105,7 @@ impl Store {
             restarts: c.restarts.load(Ordering::Relaxed),
             refused: c.refused.load(Ordering::Relaxed),
             swaps: c.swaps.load(Ordering::Relaxed),
+            grouped_calls: c.grouped.load(Ordering::Relaxed),
         }
     }
 

@@ -3,19 +3,24 @@
 //! Each instance lives in its own wasmtime `Store` and serves one call at a time;
 //! a pool keeps up to `limits.instances` of them so distinct conversations are
 //! served in parallel. Calls run on tokio's blocking pool (adapter code and the
-//! SQL it issues never block an async worker). A call that traps, times out or
+//! SQL it issues never block an async worker), or inside `block_in_place` on the
+//! caller's thread when an instance is free; when none is, calls queue on the
+//! pool's [`Backlog`] and run back to back on a drainer thread. A call that traps, times out or
 //! exceeds the memory cap discards its instance — its memory, and any transaction
 //! it held open, die with it — and the next call gets a fresh one.
+
+mod drain;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use tokio::sync::Semaphore;
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Trap};
 use wasmtime_wasi::WasiCtx;
 
+use self::drain::Drain;
+use super::backlog::{Backlog, Job};
 use super::loader::{AdapterImage, Pre};
 use super::state::{AdapterState, Limiter, MemoryLimitExceeded};
 use super::supervisor::{Admission, Counters, HealthSnapshot, Supervisor};
@@ -76,20 +81,21 @@ fn durable_here(commit: PendingSync) -> Result<PendingSync, SqlErrorKind> {
     }
 }
 
-/// One call waiting for an instance; gives its slot back when dropped.
-struct WaitingSlot<'a> {
-    counter: &'a AtomicU32,
+/// One call waiting for an instance (until it starts); gives its slot back when
+/// dropped.
+struct WaitingSlot {
+    counter: Arc<AtomicU32>,
     /// How many were waiting before this one.
     before: u32,
 }
 
-impl<'a> WaitingSlot<'a> {
-    fn take(counter: &'a AtomicU32) -> Self {
-        Self { counter, before: counter.fetch_add(1, Ordering::AcqRel) }
+impl WaitingSlot {
+    fn take(counter: &Arc<AtomicU32>) -> Self {
+        Self { counter: Arc::clone(counter), before: counter.fetch_add(1, Ordering::AcqRel) }
     }
 }
 
-impl Drop for WaitingSlot<'_> {
+impl Drop for WaitingSlot {
     fn drop(&mut self) {
         self.counter.fetch_sub(1, Ordering::AcqRel);
     }
@@ -114,8 +120,9 @@ pub struct InstancePool {
     image: Arc<AdapterImage>,
     settings: PoolSettings,
     idle: Mutex<Vec<Instance>>,
-    permits: Arc<Semaphore>,
-    waiting: AtomicU32,
+    /// The calls waiting for an instance, and one permit per instance.
+    backlog: Backlog<InstancePool>,
+    waiting: Arc<AtomicU32>,
     supervisor: Supervisor,
     /// The store's counters (a swap candidate counts into its own until adopted).
     counters: RwLock<Arc<Counters>>,
@@ -124,15 +131,15 @@ pub struct InstancePool {
 
 impl InstancePool {
     pub fn new(engine: Engine, image: Arc<AdapterImage>, settings: PoolSettings, counters: Arc<Counters>) -> Self {
-        let permits = Arc::new(Semaphore::new(settings.limits.instances as usize));
+        let backlog = Backlog::new(settings.limits.instances as usize);
         let supervisor = Supervisor::new(settings.store_name.clone(), &settings.limits);
         Self {
             engine,
             image,
             settings,
             idle: Mutex::new(Vec::new()),
-            permits,
-            waiting: AtomicU32::new(0),
+            backlog,
+            waiting: Arc::new(AtomicU32::new(0)),
             supervisor,
             counters: RwLock::new(counters),
             closed: AtomicBool::new(false),
@@ -242,31 +249,25 @@ impl InstancePool {
             }
             _ => false,
         };
-        let permit = self.permits.clone().acquire_owned().await;
-        drop(waiting);
-        let permit = permit.map_err(|_| Error::Closed { store: self.settings.store_name.clone() })?;
-        counters.calls.fetch_add(1, Ordering::Relaxed);
-        let taken = admission.admission.take().unwrap_or(Admission::Normal);
         let inline = self.settings.inline_calls && can_block_here();
-        // The call, then (with the instance and its permit already given back)
-        // the flush its commit needs, led on the same thread when no other
-        // caller is flushing: one hop off the async worker, not two.
-        let result = if inline {
-            tokio::task::block_in_place(|| {
-                let done = self.run_blocking(call, taken, restarting, &counters);
-                drop(permit);
-                done.map(|(value, commit)| (value, durable_here(commit)))
-            })
-        } else {
-            let pool = Arc::clone(self);
-            let worker_counters = Arc::clone(&counters);
-            tokio::task::spawn_blocking(move || {
-                let done = pool.run_blocking(call, taken, restarting, &worker_counters);
-                drop(permit);
-                done.map(|(value, commit)| (value, durable_here(commit)))
-            })
-            .await
-            .map_err(|e| Error::Internal(format!("adapter call task failed: {e}")))?
+        // With an instance free and no call queued: the call on this thread,
+        // then (with the instance and its permit already given back) the flush
+        // its commit needs, led here when no other caller is flushing: one hop
+        // off the async worker, not two. Otherwise the call queues.
+        let free = if inline { self.backlog.run_now() } else { None };
+        let (result, inline) = match free {
+            Some(permit) => {
+                drop(waiting);
+                counters.calls.fetch_add(1, Ordering::Relaxed);
+                let taken = admission.admission.take().unwrap_or(Admission::Normal);
+                let done = tokio::task::block_in_place(|| {
+                    let done = self.run_blocking(call, taken, restarting, &counters);
+                    self.backlog.release(self, permit);
+                    done.map(|(value, commit)| (value, durable_here(commit)))
+                });
+                (done, true)
+            }
+            None => (self.queue(call, waiting, &mut admission, restarting, &counters).await, false),
         };
         let (value, commit) = match result {
             Ok(done) => done,
@@ -292,6 +293,38 @@ impl InstancePool {
         Ok(value)
     }
 
+    /// Queues `call` behind the calls waiting for an instance; it runs on a
+    /// drainer thread, which leaves the flush its commit needs to this task (a
+    /// flush on the drainer would hold up the calls queued behind it).
+    async fn queue<R, F>(
+        self: &Arc<Self>,
+        call: F,
+        waiting: WaitingSlot,
+        admission: &mut AdmissionGuard<'_>,
+        restarting: bool,
+        counters: &Arc<Counters>,
+    ) -> Result<(R, Result<PendingSync, SqlErrorKind>), Error>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Instance) -> wasmtime::Result<R> + Send + 'static,
+    {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let taken = admission.admission.take().unwrap_or(Admission::Normal);
+        let counters = Arc::clone(counters);
+        let job: Job<Self> = Box::new(move |pool: &Self, drain: &mut Drain| {
+            drop(waiting);
+            counters.calls.fetch_add(1, Ordering::Relaxed);
+            pool.run_queued(drain, call, taken, restarting, &counters, answer);
+        });
+        let closed = || Error::Closed { store: self.settings.store_name.clone() };
+        if self.backlog.push(self, job).is_err() {
+            // The job (and the admission it took) was dropped unrun.
+            self.supervisor.abandoned(taken);
+            return Err(closed());
+        }
+        answered.await.unwrap_or_else(|_| Err(closed()))
+    }
+
     fn run_blocking<R, F>(
         &self,
         call: F,
@@ -302,31 +335,71 @@ impl InstancePool {
     where
         F: FnOnce(&mut Instance) -> wasmtime::Result<R>,
     {
-        let reused = self.idle.lock().ok().and_then(|mut idle| idle.pop());
-        let mut instance = match reused {
+        let mut slot = None;
+        let done = self.call_in(&mut slot, &mut None, call, admission, restarting, counters);
+        if let Some(instance) = slot {
+            self.keep(instance);
+        }
+        done
+    }
+
+    /// An idle instance, or a new one.
+    fn take_instance(&self, admission: Admission, restarting: bool, counters: &Counters) -> Result<Instance, Error> {
+        if let Some(instance) = self.idle.lock().ok().and_then(|mut idle| idle.pop()) {
+            return Ok(instance);
+        }
+        match self.instantiate(counters) {
+            Ok(instance) => {
+                if restarting {
+                    counters.restarts.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(instance)
+            }
+            Err(error) => {
+                self.supervisor.failure(&error, admission);
+                Err(error)
+            }
+        }
+    }
+
+    /// Gives an instance back to the idle ones (dropped once the pool closed).
+    fn keep(&self, instance: Instance) {
+        if !self.closed.load(Ordering::Acquire)
+            && let Ok(mut idle) = self.idle.lock()
+        {
+            idle.push(instance);
+        }
+    }
+
+    /// Runs `call` on the instance in `slot` (an idle or a new one if empty) and
+    /// leaves it there if it may serve again. A discarded instance's commit
+    /// group is closed first, its outcome put in `group`.
+    fn call_in<R, F>(
+        &self,
+        slot: &mut Option<Instance>,
+        group: &mut Option<Result<PendingSync, SqlErrorKind>>,
+        call: F,
+        admission: Admission,
+        restarting: bool,
+        counters: &Counters,
+    ) -> Result<(R, PendingSync), Error>
+    where
+        F: FnOnce(&mut Instance) -> wasmtime::Result<R>,
+    {
+        let mut instance = match slot.take() {
             Some(instance) => instance,
-            None => match self.instantiate(counters) {
-                Ok(instance) => {
-                    if restarting {
-                        counters.restarts.fetch_add(1, Ordering::Relaxed);
-                    }
-                    instance
-                }
-                Err(error) => {
-                    self.supervisor.failure(&error, admission);
-                    return Err(error);
-                }
-            },
+            None => self.take_instance(admission, restarting, counters)?,
         };
         instance.store.data_mut().log.reset();
         instance.store.set_epoch_deadline(self.settings.deadline_ticks);
         let outcome = call(&mut instance);
-        let commit = instance.store.data_mut().sql.take_ticket();
+        let sql = &mut instance.store.data_mut().sql;
+        let commit = sql.take_ticket();
         match outcome {
             Ok(value) => {
                 // A transaction the adapter left open is rolled back; if that fails
                 // the connection may still hold the write lock: never reuse it.
-                let reusable = match instance.store.data_mut().sql.reset() {
+                let reusable = match sql.reset() {
                     Ok(false) => true,
                     Ok(true) => {
                         tracing::warn!(store = %self.settings.store_name, "adapter returned with a SQL transaction open; rolled back");
@@ -337,11 +410,10 @@ impl InstancePool {
                         false
                     }
                 };
-                if reusable
-                    && !self.closed.load(Ordering::Acquire)
-                    && let Ok(mut idle) = self.idle.lock()
-                {
-                    idle.push(instance);
+                if reusable {
+                    *slot = Some(instance);
+                } else {
+                    *group = Some(sql.close_group());
                 }
                 self.supervisor.success();
                 Ok((value, commit))
@@ -349,6 +421,8 @@ impl InstancePool {
             Err(err) => {
                 let error = self.classify(err, "during the call", counters);
                 tracing::warn!(store = %self.settings.store_name, %error, "discarding adapter instance");
+                // The calls before it in its commit group keep their writes.
+                *group = Some(sql.close_group());
                 drop(instance);
                 self.supervisor.failure(&error, admission);
                 Err(error)
@@ -375,11 +449,7 @@ impl InstancePool {
     /// Refuses new calls, waits for the running ones and drops every instance.
     pub async fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        let instances = self.settings.limits.instances;
-        if let Ok(all) = self.permits.acquire_many(instances).await {
-            all.forget();
-        }
-        self.permits.close();
+        self.backlog.close(self.settings.limits.instances).await;
         if let Ok(mut idle) = self.idle.lock() {
             idle.clear();
         }
