@@ -5,6 +5,11 @@
 //! out, storage error); 5 version conflict; 6 `check`: the adapter failed an
 //! applicable conformance case; 7 `migrate`: verification found a difference.
 
+/// mimalloc: adapter calls run on other threads than their callers, and glibc's
+/// malloc makes a free of another thread's memory wait for that thread's arena.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod bench;
 mod check;
 mod context;
