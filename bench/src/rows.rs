@@ -13,8 +13,7 @@ use crate::native_pg::NativePgKind;
 use crate::phases::{Phases, Scale, run_row};
 use crate::report::RunResult;
 use crate::stowage_store::{
-    ADAPTER_PREFIX, AdapterChoice, BUILTIN_ROWS, DEFAULT_E_INSTANCES, POSTGRES_ROW, StowageKind, StowageRow,
-    runtime_config,
+    ADAPTER_PREFIX, AdapterChoice, BUILTIN_ROWS, POSTGRES_ROW, StowageKind, StowageRow, e_instances_for, runtime_config,
 };
 
 /// The native baseline rows.
@@ -67,13 +66,14 @@ pub struct RowOptions {
     /// Native SQLite rows: connections in phase E's pool.
     pub e_pool: usize,
     /// Stowage rows: cap on adapter instances in phase E; `native-pg`: on its pool's
-    /// connections (as many as the Stowage PostgreSQL row's pool).
-    pub e_instances: u32,
+    /// connections (as many as the Stowage PostgreSQL row's pool). `None`: the
+    /// default for where the row stores ([`e_instances_for`]).
+    pub e_instances: Option<u32>,
 }
 
 impl RowOptions {
     pub fn new(scale: Scale, round: u32, phases: Phases) -> Self {
-        Self { scale, round, phases, e_pool: 1, e_instances: DEFAULT_E_INSTANCES }
+        Self { scale, round, phases, e_pool: 1, e_instances: None }
     }
 }
 
@@ -87,13 +87,14 @@ pub async fn measure_row(row: &str, base: &Path, options: &RowOptions) -> Result
             run_row(&kind, base, scale, round, phases).await
         }
         RowSpec::NativePg => {
-            let kind = NativePgKind::new(crate::pg::base_url(), options.e_instances as usize).await?;
+            let kind =
+                NativePgKind::new(crate::pg::base_url(), e_instances_for(options.e_instances, true) as usize).await?;
             run_row(&kind, base, scale, round, phases).await
         }
         RowSpec::Stowage(stowage) => {
-            let runtime =
-                Runtime::new(runtime_config(None, options.e_instances)).map_err(crate::stowage_store::store_error)?;
-            let kind = StowageKind::new(stowage, runtime, options.e_instances).await?;
+            let e_instances = e_instances_for(options.e_instances, stowage.postgres);
+            let runtime = Runtime::new(runtime_config(None, e_instances)).map_err(crate::stowage_store::store_error)?;
+            let kind = StowageKind::new(stowage, runtime, e_instances).await?;
             run_row(&kind, base, scale, round, phases).await
         }
     }

@@ -7,6 +7,11 @@
 //! - `merge FILE…`: merges per-run files (e.g. from another machine's runner) into a suite.
 //! - `table SUITE.json`: prints a suite's table.
 
+/// mimalloc: adapter calls run on other threads than their callers, and glibc's
+/// malloc makes a free of another thread's memory wait for that thread's arena.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -17,7 +22,6 @@ use stowage_bench::phases::{Phases, Scale};
 use stowage_bench::probes::{ProbeKind, run_probe};
 use stowage_bench::report::{RunResult, SCHEMA, Suite, merge, render_markdown, render_notes};
 use stowage_bench::rows::{RowOptions, default_rows, measure_row, resolve_adapter_grants};
-use stowage_bench::stowage_store::DEFAULT_E_INSTANCES;
 use stowage_bench::suite::{SuiteConfig, read_run, run_suite, write_json};
 
 /// The Python peers of the default suite.
@@ -65,8 +69,9 @@ enum Cmd {
         #[arg(long, default_value_t = 1)]
         e_pool: usize,
         /// Stowage rows: cap on adapter instances in phase E (`native-pg`: on its pool).
-        #[arg(long, default_value_t = DEFAULT_E_INSTANCES)]
-        e_instances: u32,
+        /// Default: 1 for stores on a SQLite file or files, 8 on PostgreSQL.
+        #[arg(long)]
+        e_instances: Option<u32>,
     },
     /// Runs one probe of a row in this (fresh) process.
     Probe {

@@ -31,11 +31,23 @@ use crate::pg::{PgSchema, base_url, describe_server};
 use crate::runner::{OpenFor, RowDescription, StoreKind, StoreRunner};
 use crate::workload::Message;
 
-/// Default cap on adapter instances in phase E (see [`StowageKind::e_instances`]).
-/// Measured on the 2-core machine (SQLite row, FULL, no group commit yet): 4 and 8
-/// instances give the same throughput; 16 adds tail latency; at 32 a writer waited out
-/// the 5 s busy timeout and the append failed ("database busy").
+/// Default cap on adapter instances in phase E (see [`StowageKind::e_instances`]) for
+/// stores on PostgreSQL (and the connections of `native-pg`'s pool): the server runs
+/// writers in parallel. Measured on the 2-core machine before group commit: 4 and 8
+/// gave the same throughput; 16 added tail latency.
 pub const DEFAULT_E_INSTANCES: u32 = 8;
+
+/// Default cap for stores on a SQLite file or on files: their writes take turns
+/// anyway, and one instance runs the queued ones back to back in commit groups on
+/// one connection (2-core machine, SQLite FULL, E messages/s: 1 instance ~21k,
+/// 2 ~18k, 4 ~17k, 8 ~15.5k: each extra connection rereads the pages another one
+/// changed, and groups hand the write turn between drainers).
+pub const DEFAULT_E_INSTANCES_LOCAL: u32 = 1;
+
+/// Phase E's instance cap for a row: `chosen`, or the default for where it stores.
+pub fn e_instances_for(chosen: Option<u32>, on_server: bool) -> u32 {
+    chosen.unwrap_or(if on_server { DEFAULT_E_INSTANCES } else { DEFAULT_E_INSTANCES_LOCAL })
+}
 
 /// The scope every bench call is made in.
 pub fn bench_scope() -> Scope {
