@@ -21,7 +21,7 @@ use stowage_bench::phases::{Phases, Scale};
 use stowage_bench::probes::{ProbeKind, run_probe};
 use stowage_bench::report::{RunResult, render_markdown, render_notes};
 use stowage_bench::rows::{NATIVE_ROWS, RowOptions, default_rows, measure_row, resolve_adapter_grants};
-use stowage_bench::stowage_store::{ADAPTER_PREFIX, DEFAULT_E_INSTANCES};
+use stowage_bench::stowage_store::ADAPTER_PREFIX;
 use stowage_bench::suite::{SuiteConfig, run_suite, write_json};
 
 /// The Python peers `--peers` adds.
@@ -68,9 +68,10 @@ pub struct BenchArgs {
     /// measurement.
     #[arg(long, value_name = "FILE")]
     lock: Option<PathBuf>,
-    /// Phase E: at most this many adapter instances per store.
-    #[arg(long, default_value_t = DEFAULT_E_INSTANCES)]
-    e_instances: u32,
+    /// Phase E: at most this many adapter instances per store (default: 1 for stores on
+    /// a SQLite file or files, 8 on PostgreSQL).
+    #[arg(long)]
+    e_instances: Option<u32>,
     /// Add the Python peers (needs `--python` with bench/peers/requirements.txt installed).
     #[arg(long, requires = "python")]
     peers: bool,
@@ -101,8 +102,8 @@ enum Process {
         no_e: bool,
         #[arg(long)]
         e_curve: bool,
-        #[arg(long, default_value_t = DEFAULT_E_INSTANCES)]
-        e_instances: u32,
+        #[arg(long)]
+        e_instances: Option<u32>,
     },
     /// Runs one probe of a row in this process.
     #[command(hide = true)]
@@ -165,7 +166,7 @@ async fn suite(args: BenchArgs) -> anyhow::Result<ExitCode> {
         runs: args.runs,
         row_command: prefix("row"),
         probe_command: (!args.no_probes).then(|| prefix("probe")),
-        row_args: vec!["--e-instances".into(), args.e_instances.to_string().into()],
+        row_args: args.e_instances.map(|n| vec!["--e-instances".into(), n.to_string().into()]).unwrap_or_default(),
         python: args.python.clone().unwrap_or_else(|| PathBuf::from("python3")),
         peers_script: args.peers_script.clone().unwrap_or_else(default_peers_script),
         quick: args.quick,
