@@ -2,13 +2,16 @@
 //!
 //! Each instance lives in its own wasmtime `Store` and serves one call at a time;
 //! a pool keeps up to `limits.instances` of them so distinct conversations are
-//! served in parallel. Calls run on tokio's blocking pool (adapter code and the
-//! SQL it issues never block an async worker), or inside `block_in_place` on the
-//! caller's thread when an instance is free; when none is, calls queue on the
-//! pool's [`Backlog`] and run back to back on a drainer thread. A call that traps, times out or
-//! exceeds the memory cap discards its instance — its memory, and any transaction
-//! it held open, die with it — and the next call gets a fresh one.
+//! served in parallel. A call runs inside `block_in_place` on the caller's
+//! thread when an instance is free and calls may run inline
+//! (`RuntimeConfig::inline_calls`, multi-thread runtime); otherwise it queues on
+//! the pool's [`Backlog`] and runs on a drainer, a blocking thread (`drain`):
+//! adapter code and the SQL it issues never block an async worker. A call that traps, times
+//! out or exceeds the memory cap discards its instance — its memory, and any
+//! transaction it held open, die with it — and the next call gets a fresh one
+//! (`call`).
 
+mod call;
 mod drain;
 
 use std::path::PathBuf;
@@ -323,111 +326,6 @@ impl InstancePool {
             return Err(closed());
         }
         answered.await.unwrap_or_else(|_| Err(closed()))
-    }
-
-    fn run_blocking<R, F>(
-        &self,
-        call: F,
-        admission: Admission,
-        restarting: bool,
-        counters: &Counters,
-    ) -> Result<(R, PendingSync), Error>
-    where
-        F: FnOnce(&mut Instance) -> wasmtime::Result<R>,
-    {
-        let mut slot = None;
-        let done = self.call_in(&mut slot, &mut None, call, admission, restarting, counters);
-        if let Some(instance) = slot {
-            self.keep(instance);
-        }
-        done
-    }
-
-    /// An idle instance, or a new one.
-    fn take_instance(&self, admission: Admission, restarting: bool, counters: &Counters) -> Result<Instance, Error> {
-        if let Some(instance) = self.idle.lock().ok().and_then(|mut idle| idle.pop()) {
-            return Ok(instance);
-        }
-        match self.instantiate(counters) {
-            Ok(instance) => {
-                if restarting {
-                    counters.restarts.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok(instance)
-            }
-            Err(error) => {
-                self.supervisor.failure(&error, admission);
-                Err(error)
-            }
-        }
-    }
-
-    /// Gives an instance back to the idle ones (dropped once the pool closed).
-    fn keep(&self, instance: Instance) {
-        if !self.closed.load(Ordering::Acquire)
-            && let Ok(mut idle) = self.idle.lock()
-        {
-            idle.push(instance);
-        }
-    }
-
-    /// Runs `call` on the instance in `slot` (an idle or a new one if empty) and
-    /// leaves it there if it may serve again. A discarded instance's commit
-    /// group is closed first, its outcome put in `group`.
-    fn call_in<R, F>(
-        &self,
-        slot: &mut Option<Instance>,
-        group: &mut Option<Result<PendingSync, SqlErrorKind>>,
-        call: F,
-        admission: Admission,
-        restarting: bool,
-        counters: &Counters,
-    ) -> Result<(R, PendingSync), Error>
-    where
-        F: FnOnce(&mut Instance) -> wasmtime::Result<R>,
-    {
-        let mut instance = match slot.take() {
-            Some(instance) => instance,
-            None => self.take_instance(admission, restarting, counters)?,
-        };
-        instance.store.data_mut().log.reset();
-        instance.store.set_epoch_deadline(self.settings.deadline_ticks);
-        let outcome = call(&mut instance);
-        let sql = &mut instance.store.data_mut().sql;
-        let commit = sql.take_ticket();
-        match outcome {
-            Ok(value) => {
-                // A transaction the adapter left open is rolled back; if that fails
-                // the connection may still hold the write lock: never reuse it.
-                let reusable = match sql.reset() {
-                    Ok(false) => true,
-                    Ok(true) => {
-                        tracing::warn!(store = %self.settings.store_name, "adapter returned with a SQL transaction open; rolled back");
-                        true
-                    }
-                    Err(e) => {
-                        tracing::warn!(store = %self.settings.store_name, error = ?e, "rolling back an abandoned transaction failed; discarding the instance");
-                        false
-                    }
-                };
-                if reusable {
-                    *slot = Some(instance);
-                } else {
-                    *group = Some(sql.close_group());
-                }
-                self.supervisor.success();
-                Ok((value, commit))
-            }
-            Err(err) => {
-                let error = self.classify(err, "during the call", counters);
-                tracing::warn!(store = %self.settings.store_name, %error, "discarding adapter instance");
-                // The calls before it in its commit group keep their writes.
-                *group = Some(sql.close_group());
-                drop(instance);
-                self.supervisor.failure(&error, admission);
-                Err(error)
-            }
-        }
     }
 
     /// Creates one instance and keeps it idle: surfaces instantiation failures (a
