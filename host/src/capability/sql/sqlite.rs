@@ -6,13 +6,17 @@
 //! in the background.
 //! The file is opened with `SQLITE_OPEN_NOFOLLOW` (a symbolic link in its place is
 //! refused, never followed). An authorizer denies ATTACH/DETACH and every pragma
-//! outside a short allow-list, attached databases are limited to zero (which also
+//! outside a short allow-list, denies transaction control (`BEGIN`, `COMMIT`,
+//! `ROLLBACK`, `SAVEPOINT`, `RELEASE`) in an adapter's own statements — the host
+//! runs transactions through the `begin`/`commit`/`rollback` calls, where its
+//! write turn, group commit and commit groups depend on them — attached
+//! databases are limited to zero (which also
 //! stops `VACUUM INTO`), extension loading stays disabled, defensive mode is on,
 //! `trusted_schema` is off, and query results are capped in bytes.
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rusqlite::config::DbConfig;
@@ -40,6 +44,14 @@ const ALLOWED_PRAGMAS: &[&str] = &[
 /// A hardened connection.
 pub struct Sqlite {
     conn: rusqlite::Connection,
+    /// Set while the host runs its own transaction control (the authorizer
+    /// denies it to the adapter's statements otherwise).
+    host_control: Arc<AtomicBool>,
+    /// The host's kept-prepared `BEGIN IMMEDIATE` and `COMMIT`, made unlike any
+    /// text an adapter can guess by a random comment: the statement cache is
+    /// keyed by text, and a cached statement is not authorized again.
+    begin_sql: String,
+    commit_sql: String,
 }
 
 /// Opens (creating if needed) the database at `path`; after each commit the
@@ -69,8 +81,19 @@ pub fn open(path: &Path, busy_timeout: Duration, wal_frames: Arc<AtomicU64>) -> 
     conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0).map_err(map_error)?;
     conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, 256 << 20).map_err(map_error)?;
     conn.set_prepared_statement_cache_capacity(64);
-    conn.authorizer(Some(authorize)).map_err(map_error)?;
-    Ok(Sqlite { conn })
+    let host_control = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&host_control);
+    conn.authorizer(Some(move |ctx: AuthContext<'_>| authorize(ctx, flag.load(Ordering::Acquire))))
+        .map_err(map_error)?;
+    let mut nonce = [0u8; 16];
+    getrandom::fill(&mut nonce).map_err(|e| SqlErrorKind::Io(format!("no randomness for the connection: {e}")))?;
+    let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(Sqlite {
+        conn,
+        host_control,
+        begin_sql: format!("BEGIN IMMEDIATE -- host {nonce}"),
+        commit_sql: format!("COMMIT -- host {nonce}"),
+    })
 }
 
 /// Puts the file in WAL mode. Switching modes can report BUSY without waiting on
@@ -93,8 +116,9 @@ fn ensure_wal(conn: &rusqlite::Connection, busy_timeout: Duration) -> Result<(),
     }
 }
 
-fn authorize(ctx: AuthContext<'_>) -> Authorization {
+fn authorize(ctx: AuthContext<'_>, host_control: bool) -> Authorization {
     match ctx.action {
+        AuthAction::Transaction { .. } | AuthAction::Savepoint { .. } if !host_control => Authorization::Deny,
         AuthAction::Attach { .. } | AuthAction::Detach { .. } => Authorization::Deny,
         AuthAction::Pragma { pragma_name, .. } => {
             if ALLOWED_PRAGMAS.contains(&pragma_name.to_ascii_lowercase().as_str()) {
@@ -207,18 +231,31 @@ impl Connection for Sqlite {
     // BEGIN and COMMIT run once per write: kept prepared, not parsed (and
     // authorized) again every time.
     fn begin(&mut self) -> Result<(), SqlErrorKind> {
-        self.conn.prepare_cached("BEGIN IMMEDIATE").and_then(|mut stmt| stmt.execute([])).map(drop).map_err(map_error)
+        let sql = self.begin_sql.clone();
+        self.host(|conn| conn.prepare_cached(&sql).and_then(|mut stmt| stmt.execute([])).map(drop))
     }
 
     fn commit(&mut self) -> Result<(), SqlErrorKind> {
-        self.conn.prepare_cached("COMMIT").and_then(|mut stmt| stmt.execute([])).map(drop).map_err(map_error)
+        let sql = self.commit_sql.clone();
+        self.host(|conn| conn.prepare_cached(&sql).and_then(|mut stmt| stmt.execute([])).map(drop))
     }
 
     fn rollback(&mut self) -> Result<(), SqlErrorKind> {
-        self.conn.execute_batch("ROLLBACK").map_err(map_error)
+        self.host(|conn| conn.execute_batch("ROLLBACK"))
     }
 
     fn execute_plain(&mut self, statements: &str) -> Result<(), SqlErrorKind> {
-        self.conn.execute_batch(statements).map_err(map_error)
+        self.host(|conn| conn.execute_batch(statements))
+    }
+}
+
+impl Sqlite {
+    /// Runs the host's own transaction control, which the authorizer lets
+    /// through only meanwhile.
+    fn host<T>(&mut self, run: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T>) -> Result<T, SqlErrorKind> {
+        self.host_control.store(true, Ordering::Release);
+        let done = run(&self.conn);
+        self.host_control.store(false, Ordering::Release);
+        done.map_err(map_error)
     }
 }

@@ -182,3 +182,33 @@ fn a_group_closed_mid_call_keeps_the_calls_before_it_and_holds_the_write_turn_un
     ok(other.execute("INSERT INTO t VALUES (9)", &[]))?;
     Ok(())
 }
+
+#[test]
+fn an_adapter_statement_cannot_run_transaction_control_in_or_out_of_a_group() -> Result<(), Box<dyn std::error::Error>>
+{
+    let dir = tempfile::tempdir()?;
+    let db = Arc::new(SqlDatabase::sqlite(dir.path().join("t.db"), 1 << 20, Duration::from_secs(1), SqlSync::Normal));
+    let (mut s, mut reader) = (SqlSession::new(Arc::clone(&db)), SqlSession::new(Arc::clone(&db)));
+    ok(s.execute("CREATE TABLE t (x)", &[]))?;
+    let control = ["BEGIN", "BEGIN IMMEDIATE", "COMMIT", "END", "ROLLBACK", "SAVEPOINT x", "RELEASE x"];
+    for statement in control {
+        assert!(matches!(s.execute(statement, &[]), Err(SqlErrorKind::AccessDenied(_))), "{statement} allowed");
+    }
+    // In a group, committing or rolling back early would take other calls' writes with it.
+    assert!(s.open_group());
+    ok(s.begin())?;
+    ok(s.execute("INSERT INTO t VALUES (1)", &[]))?;
+    ok(s.commit())?;
+    ok(s.begin())?;
+    for statement in control {
+        let denied = (s.execute(statement, &[]), s.query(statement, &[]));
+        assert!(
+            matches!(denied, (Err(SqlErrorKind::AccessDenied(_)), Err(SqlErrorKind::AccessDenied(_)))),
+            "{statement} allowed in a group: {denied:?}"
+        );
+    }
+    assert_eq!(count(&mut reader)?, 0, "nothing committed early");
+    ok(s.close_group())?;
+    assert_eq!(count(&mut reader)?, 1, "the first call's write, committed with its group");
+    Ok(())
+}
