@@ -44,7 +44,10 @@ fn applied_unlocked(db: &Db) -> Option<i64> {
     row.int(0).ok()
 }
 
-/// One locked step: `true` once the schema is current.
+/// One locked transaction: applies migrations while each completes in it, so a
+/// fresh database gets its whole schema in one commit (one flush); a step that
+/// only made progress (a chunk of an import) ends the transaction. `true` once the
+/// schema is current.
 fn locked_step(db: &Db) -> Res<bool> {
     let t = dialect::text(db.dialect());
     if let Some(lock) = t.migrations_lock {
@@ -60,14 +63,16 @@ fn locked_step(db: &Db) -> Res<bool> {
             "the database has schema version {applied}, newer than this adapter's {LATEST}; use a newer adapter"
         )));
     }
-    if applied == LATEST {
-        return Ok(true);
-    }
-    let next = applied + 1;
-    if step(db, next)? == Progress::Done {
+    let mut applied = applied;
+    while applied < LATEST {
+        let next = applied + 1;
+        if step(db, next)? != Progress::Done {
+            return Ok(false);
+        }
         db.execute("recording a migration", t.migrations_record, &[int(next)])?;
+        applied = next;
     }
-    Ok(false)
+    Ok(true)
 }
 
 /// One committed step of migrating; `true` once the schema is current.
@@ -76,7 +81,7 @@ pub fn step_once(db: &Db) -> Result<bool, Error> {
 }
 
 /// Brings the database to [`LATEST`]. Cheap when it already is: one read, no lock.
-/// Terminates: every step either applies a migration or moves at least one row.
+/// Terminates: every transaction either applies a migration or moves at least one row.
 pub fn run(db: &Db) -> Result<(), Error> {
     if applied_unlocked(db) == Some(LATEST) {
         return Ok(());

@@ -62,6 +62,17 @@ fn migrations_apply_once_and_a_second_run_changes_nothing() {
 }
 
 #[test]
+fn a_fresh_database_gets_its_whole_schema_in_one_transaction() {
+    each_backend(|f| {
+        let sql = f.connect();
+        // One committed step applies every migration (the first write of a new
+        // store pays one flush for its schema, not one per migration).
+        assert_eq!(migrate::step_once(&Db::new(&*sql)), Ok(true));
+        assert_eq!(applied(&*sql), (1..=LATEST).collect::<Vec<_>>());
+    });
+}
+
+#[test]
 fn hosts_starting_at_once_migrate_exactly_once() {
     each_backend(|f| {
         let hosts = 6;
