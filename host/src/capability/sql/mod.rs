@@ -8,7 +8,8 @@
 //!   database engine).
 //! - `host`: the WIT `sql` host implementation for each contract version, and its
 //!   linker wiring.
-//! - `sqlite`: opening and hardening a SQLite connection.
+//! - `sqlite`: opening and hardening a SQLite connection; `durability` (group
+//!   commit) and `checkpoint`: a SQLite file's flushes and WAL upkeep.
 //! - `postgres`: a PostgreSQL server (`sql = { url = … }`): a pool per store,
 //!   connections pinned for a transaction.
 //! - `fault` (feature `fault-injection`, tests only): a fault that strikes a chosen
@@ -20,6 +21,7 @@
 //! PostgreSQL connections block on a runtime of their own, which must never
 //! happen on an async worker, so those stores always hand calls off.
 
+mod checkpoint;
 mod durability;
 #[cfg(feature = "fault-injection")]
 mod fault;
