@@ -3,7 +3,9 @@
 //! Every write runs in one transaction ([`Db::write`]): it reads the conversation
 //! (on PostgreSQL locking its row, so writers of one conversation take turns
 //! across hosts), decides with [`crate::batch`], then sends all its changes in one
-//! `execute-batch`, ending with a compare-and-swap of the conversation's version.
+//! `execute-batch`, ending with a compare-and-swap of the conversation's version
+//! (on SQLite an append instead ends with an insert carrying the new head:
+//! [`crate::head`]).
 //! Whatever another writer slips in (a row at the same seq, a changed version)
 //! makes the transaction roll back and the call run again on fresh state, which
 //! then answers `already-stored`, `conflict` or `out-of-sequence` as the contract
@@ -15,6 +17,7 @@ use crate::dialect;
 use crate::exports::stowage::store::conversation_store::{
     AppendOutcome, ConversationInfo, ConversationMeta, MessageRange, Scope, StoredMessage, TruncateOutcome,
 };
+use crate::head::{self, Head};
 use crate::model::{CID_LIMIT, SEQ_LIMIT, role_code, role_from_code};
 use crate::stowage::store::sql::{Statement, Value};
 use crate::stowage::store::types::{Error, Message};
@@ -23,7 +26,7 @@ use crate::stowage::store::types::{Error, Message};
 /// parameters).
 const IDS_PER_LOOKUP: usize = 500;
 
-/// A conversation's row, as a write needs it.
+/// A conversation's key and history (the row's, until [`with_head`]).
 struct Key {
     cid: i64,
     history: History,
@@ -46,19 +49,30 @@ fn find(db: &Db, scope: &Scope, conversation_id: &str, for_write: bool) -> Res<O
     Ok(Some(key))
 }
 
-fn info_from_row(row: &mut Row) -> Res<ConversationInfo> {
+/// `key` with the conversation's current history: what a write checks.
+fn with_head(db: &Db, key: Key) -> Res<Key> {
+    Ok(Key { history: head::history(db, key.cid, key.history)?, ..key })
+}
+
+/// A conversation from its row, with its head ([`head::current`]).
+fn info_from_row(db: &Db, row: &mut Row) -> Res<ConversationInfo> {
     let id = row.text(0)?;
     let decoded = (|| {
-        let last_seq = row.uint(7)?;
+        let scope = Scope { tenant: row.text(1)?, user: row.text(2)? };
+        let meta = ConversationMeta { content: row.blob(3)?, tag: row.blob(4)? };
+        let created_at = row.int(5)?;
+        let stored =
+            Head { history: History { version: row.uint(8)?, last_seq: row.uint(7)? }, updated_at: row.int(6)? };
+        let Head { history, updated_at } = head::current(db, row.int(9)?, stored)?;
         Ok(ConversationInfo {
             id: id.clone(),
-            scope: Scope { tenant: row.text(1)?, user: row.text(2)? },
-            meta: ConversationMeta { content: row.blob(3)?, tag: row.blob(4)? },
-            created_at: row.int(5)?,
-            updated_at: row.int(6)?,
-            message_count: last_seq,
-            last_seq,
-            version: row.uint(8)?,
+            scope,
+            meta,
+            created_at,
+            updated_at,
+            message_count: history.last_seq,
+            last_seq: history.last_seq,
+            version: history.version,
         })
     })();
     context(decoded, || format!("conversation {id:?}"))
@@ -67,7 +81,7 @@ fn info_from_row(row: &mut Row) -> Res<ConversationInfo> {
 fn find_info(db: &Db, scope: &Scope, conversation_id: &str) -> Res<Option<ConversationInfo>> {
     let sql = dialect::text(db.dialect()).conversation_info;
     db.query_row("reading the conversation", sql, &key_params(scope, conversation_id))?
-        .map(|mut row| info_from_row(&mut row))
+        .map(|mut row| info_from_row(db, &mut row))
         .transpose()
 }
 
@@ -107,6 +121,9 @@ pub fn update_meta(db: &Db, scope: Scope, conversation_id: String, meta: Convers
     if changed == 0 { Err(Error::NotFound) } else { Ok(()) }
 }
 
+/// Parameters of a message insert (the head's follow on SQLite: [`head::INSERT_WITH_HEAD`]).
+const INSERT_PARAMS: usize = 7;
+
 /// One insert per message, with a placeholder cid that [`set_key`] fills in per
 /// attempt (the messages are moved in once, never cloned).
 fn insert_statements(db: &Db, messages: Vec<StoredMessage>) -> Vec<Statement> {
@@ -144,7 +161,8 @@ fn history_update(db: &Db, cid: i64, old: History, new: History, now: i64) -> Re
     Ok(statement(dialect::text(db.dialect()).conversation_update, params))
 }
 
-/// Sends `statements` (the last one a [`history_update`]) and checks the swap.
+/// Sends `statements` (the last one a [`history_update`], or on SQLite an
+/// append's last insert) and checks that it changed its row.
 fn apply(db: &Db, what: &str, statements: &[Statement]) -> Res<Vec<u64>> {
     let counts = db.execute_batch(what, statements)?;
     if counts.last() != Some(&1) {
@@ -183,19 +201,26 @@ pub fn append(
     batch::unique_ids("append", ids.iter().copied())?;
     let mut statements = insert_statements(db, messages);
     db.write("append", || {
-        let key = find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?;
+        let key = with_head(db, find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?)?;
         let stored = stored_ids(db, key.cid, &ids)?;
-        match batch::plan_append(&ids, span, &stored, key.history, expected_version)? {
-            AppendPlan::Answer(outcome) => Ok(outcome),
-            AppendPlan::Store(new) => {
-                set_key(&mut statements, key.cid);
-                let update = history_update(db, key.cid, key.history, new, now)?;
-                statements.push(update);
-                let applied = apply(db, "append: storing the batch", &statements);
-                statements.pop();
-                applied.map(|_| AppendOutcome::Stored(new.version))
-            }
-        }
+        let new = match batch::plan_append(&ids, span, &stored, key.history, expected_version)? {
+            AppendPlan::Answer(outcome) => return Ok(outcome),
+            AppendPlan::Store(new) => new,
+        };
+        set_key(&mut statements, key.cid);
+        let applied = if head::in_messages(db.dialect()) {
+            let last = statements.last_mut().ok_or_else(|| storage("append: a stored batch has no message"))?;
+            last.sql = head::INSERT_WITH_HEAD.to_owned();
+            last.params.truncate(INSERT_PARAMS);
+            last.params.extend(head::carried(new.version, now)?);
+            apply(db, "append: storing the batch", &statements)
+        } else {
+            statements.push(history_update(db, key.cid, key.history, new, now)?);
+            let applied = apply(db, "append: storing the batch", &statements);
+            statements.pop();
+            applied
+        };
+        applied.map(|_| AppendOutcome::Stored(new.version))
     })
 }
 
@@ -213,7 +238,7 @@ pub fn replace(
     let mut statements = vec![statement(dialect::text(db.dialect()).messages_delete_all, vec![int(0)])];
     statements.extend(insert_statements(db, messages));
     db.write("replace", || {
-        let key = find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?;
+        let key = with_head(db, find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?)?;
         batch::check_version(expected_version, key.history.version)?;
         let new = History { version: batch::next_version(key.history.version)?, last_seq };
         set_key(&mut statements, key.cid);
@@ -272,7 +297,7 @@ pub fn truncate_after(
     now: i64,
 ) -> Result<TruncateOutcome, Error> {
     db.write("truncate-after", || {
-        let key = find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?;
+        let key = with_head(db, find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?)?;
         if seq >= key.history.last_seq {
             return Ok(TruncateOutcome { removed: 0, version: key.history.version });
         }
@@ -324,6 +349,6 @@ pub fn list(db: &Db, scope: Scope, after: Option<String>, limit: u32) -> Result<
                 db.query("listing conversations", t.conversations_after, &[tenant, user, text(after), limit])?
             }
         };
-        rows.into_iter().map(|mut row| info_from_row(&mut row)).collect()
+        rows.into_iter().map(|mut row| info_from_row(db, &mut row)).collect()
     })
 }

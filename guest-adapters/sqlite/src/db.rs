@@ -290,6 +290,14 @@ impl Row {
         }
     }
 
+    pub fn opt_int(&mut self, index: usize) -> Res<Option<i64>> {
+        match self.get(index)? {
+            Value::Null => Ok(None),
+            Value::Integer(i) => Ok(Some(*i)),
+            other => Err(Self::mismatch(index, "an integer or null", other)),
+        }
+    }
+
     pub fn uint(&mut self, index: usize) -> Res<u64> {
         let i = self.int(index)?;
         u64::try_from(i).map_err(|_| storage(format!("column {index}: negative value {i}")))

@@ -22,7 +22,7 @@ pub struct Text {
     /// As `conversation_key`, and holds the row until the transaction ends.
     pub conversation_key_for_write: &'static str,
     /// (tenant, user, id) → id, tenant, user, meta_content, meta_tag, created_at,
-    /// updated_at, last_seq, version.
+    /// updated_at, last_seq, version, cid (the row's head: see [`crate::head`]).
     pub conversation_info: &'static str,
     /// (tenant, user, id, now, meta_content, meta_tag); does nothing if it exists.
     pub conversation_create: &'static str,
@@ -30,7 +30,10 @@ pub struct Text {
     /// the conversation does not exist.
     pub conversation_meta_update: &'static str,
     /// (cid, old version, new version, last_seq, now): a compare-and-swap on the
-    /// version; changes no row when another writer changed the history.
+    /// version; changes no row when another writer changed the history. On SQLite
+    /// the row may be older than the head an append left in its last message
+    /// ([`crate::head`]), so the row must only be no newer than the head read
+    /// (writers there take turns on the database's write lock).
     pub conversation_update: &'static str,
     /// (cid).
     pub conversation_delete: &'static str,
@@ -136,20 +139,20 @@ const SQLITE: Text = Text {
     conversation_key_for_write: "SELECT cid, version, last_seq FROM stowage_conversations \
         WHERE tenant = ?1 AND scope_user = ?2 AND id = ?3",
     conversation_info: "SELECT id, tenant, scope_user, meta_content, meta_tag, created_at, updated_at, \
-        last_seq, version FROM stowage_conversations WHERE tenant = ?1 AND scope_user = ?2 AND id = ?3",
+        last_seq, version, cid FROM stowage_conversations WHERE tenant = ?1 AND scope_user = ?2 AND id = ?3",
     conversation_create: "INSERT INTO stowage_conversations \
         (tenant, scope_user, id, created_at, updated_at, version, last_seq, meta_content, meta_tag) \
         VALUES (?1, ?2, ?3, ?4, ?4, 0, 0, ?5, ?6) ON CONFLICT (tenant, scope_user, id) DO NOTHING",
     conversation_meta_update: "UPDATE stowage_conversations SET meta_content = ?4, meta_tag = ?5 \
         WHERE tenant = ?1 AND scope_user = ?2 AND id = ?3",
     conversation_update: "UPDATE stowage_conversations SET version = ?3, last_seq = ?4, updated_at = ?5 \
-        WHERE cid = ?1 AND version = ?2",
+        WHERE cid = ?1 AND version <= ?2",
     conversation_delete: "DELETE FROM stowage_conversations WHERE cid = ?1",
     conversations_first: "SELECT id, tenant, scope_user, meta_content, meta_tag, created_at, updated_at, \
-        last_seq, version FROM stowage_conversations WHERE tenant = ?1 AND scope_user = ?2 \
+        last_seq, version, cid FROM stowage_conversations WHERE tenant = ?1 AND scope_user = ?2 \
         ORDER BY id LIMIT ?3",
     conversations_after: "SELECT id, tenant, scope_user, meta_content, meta_tag, created_at, updated_at, \
-        last_seq, version FROM stowage_conversations WHERE tenant = ?1 AND scope_user = ?2 AND id > ?3 \
+        last_seq, version, cid FROM stowage_conversations WHERE tenant = ?1 AND scope_user = ?2 AND id > ?3 \
         ORDER BY id LIMIT ?4",
     message_insert: "INSERT INTO stowage_messages (pos, id, role, created_at, content, tag) \
         VALUES ((?1 << 32) + ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -218,7 +221,7 @@ const POSTGRES: Text = Text {
     conversation_key_for_write: "SELECT cid, version, last_seq FROM stowage_conversations \
         WHERE tenant = $1 AND scope_user = $2 AND id = $3 FOR UPDATE",
     conversation_info: "SELECT id, tenant, scope_user, meta_content, meta_tag, created_at, updated_at, \
-        last_seq, version FROM stowage_conversations WHERE tenant = $1 AND scope_user = $2 AND id = $3",
+        last_seq, version, cid FROM stowage_conversations WHERE tenant = $1 AND scope_user = $2 AND id = $3",
     conversation_create: "INSERT INTO stowage_conversations \
         (tenant, scope_user, id, created_at, updated_at, version, last_seq, meta_content, meta_tag) \
         VALUES ($1, $2, $3, $4, $4, 0, 0, $5, $6) ON CONFLICT (tenant, scope_user, id) DO NOTHING",
@@ -228,10 +231,10 @@ const POSTGRES: Text = Text {
         WHERE cid = $1 AND version = $2",
     conversation_delete: "DELETE FROM stowage_conversations WHERE cid = $1",
     conversations_first: "SELECT id, tenant, scope_user, meta_content, meta_tag, created_at, updated_at, \
-        last_seq, version FROM stowage_conversations WHERE tenant = $1 AND scope_user = $2 \
+        last_seq, version, cid FROM stowage_conversations WHERE tenant = $1 AND scope_user = $2 \
         ORDER BY id LIMIT $3",
     conversations_after: "SELECT id, tenant, scope_user, meta_content, meta_tag, created_at, updated_at, \
-        last_seq, version FROM stowage_conversations WHERE tenant = $1 AND scope_user = $2 AND id > $3 \
+        last_seq, version, cid FROM stowage_conversations WHERE tenant = $1 AND scope_user = $2 AND id > $3 \
         ORDER BY id LIMIT $4",
     message_insert: "INSERT INTO stowage_messages (cid, seq, id, role, created_at, content, tag) \
         VALUES ($1, $2, $3, $4, $5, $6, $7)",

@@ -17,6 +17,7 @@ mod conversations;
 mod db;
 mod dialect;
 mod display;
+mod head;
 mod legacy;
 mod legacy_import;
 mod migrate;

@@ -14,12 +14,13 @@
 
 use crate::db::{Db, Res, int, storage};
 use crate::dialect;
+use crate::head;
 use crate::legacy_import::{self, Progress};
 use crate::schema;
 use crate::stowage::store::types::Error;
 
 /// The schema version this adapter reads and writes.
-pub const LATEST: i64 = 2;
+pub const LATEST: i64 = 3;
 
 /// Migration `version`'s next step: `Done` once it is complete.
 fn step(db: &Db, version: i64) -> Res<Progress> {
@@ -32,6 +33,13 @@ fn step(db: &Db, version: i64) -> Res<Progress> {
         }
         // Rows of a 0.1.0 database, converted chunk by chunk.
         2 => legacy_import::step(db),
+        // SQLite appends keep the conversation's head in their last message.
+        3 => {
+            for statement in head::migration(db.dialect()) {
+                db.execute("keeping heads in messages", statement, &[])?;
+            }
+            Ok(Progress::Done)
+        }
         other => Err(storage(format!("no migration to schema version {other}"))),
     }
 }

@@ -7,7 +7,8 @@
 //! (cid, id) one that makes appends idempotent. Display records are keyed the
 //! same way by a per-conversation stream id (`did`), since they may exist for a
 //! conversation that has no history. `message_count` is not stored: the contract
-//! makes it equal to `last_seq`.
+//! makes it equal to `last_seq`. Migration 3 adds the two columns in which an
+//! append's last message carries the conversation's head ([`crate::head`]).
 //!
 //! PostgreSQL gets the natural layout (TOAST keeps large values out of line), with
 //! every text column `COLLATE "C"` so comparing and ordering are byte-wise, as in

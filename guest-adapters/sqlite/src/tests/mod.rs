@@ -8,6 +8,7 @@
 
 mod concurrency;
 mod display;
+mod head;
 mod history;
 mod migration;
 mod plans;

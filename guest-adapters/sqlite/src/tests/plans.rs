@@ -27,6 +27,8 @@ fn hot_statements_use_keys_and_never_scan_or_sort() {
         t.conversation_info,
         t.conversation_update,
         t.conversations_after,
+        crate::head::NEWEST,
+        crate::head::INSERT_WITH_HEAD,
         t.messages_latest,
         t.messages_after,
         t.messages_before,
