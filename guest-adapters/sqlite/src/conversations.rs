@@ -200,10 +200,21 @@ pub fn append(
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     batch::unique_ids("append", ids.iter().copied())?;
     let mut statements = insert_statements(db, messages);
+    // Looking the batch's ids up costs a statement, and an append that stores
+    // does not need it: the (conversation, id) index refuses a stored id, and
+    // that failure re-runs the write with the lookup, which then answers
+    // `already-stored`. Every other answer looks first, since `already-stored`
+    // outranks them.
+    let mut look_up = false;
     db.write("append", || {
         let key = with_head(db, find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?)?;
-        let stored = stored_ids(db, key.cid, &ids)?;
-        let new = match batch::plan_append(&ids, span, &stored, key.history, expected_version)? {
+        let stored = if look_up { stored_ids(db, key.cid, &ids)? } else { Vec::new() };
+        let mut plan = batch::plan_append(&ids, span, &stored, key.history, expected_version);
+        if !look_up && !matches!(plan, Ok(AppendPlan::Store(_))) {
+            look_up = true;
+            plan = batch::plan_append(&ids, span, &stored_ids(db, key.cid, &ids)?, key.history, expected_version);
+        }
+        let new = match plan? {
             AppendPlan::Answer(outcome) => return Ok(outcome),
             AppendPlan::Store(new) => new,
         };
@@ -220,6 +231,9 @@ pub fn append(
             statements.pop();
             applied
         };
+        if matches!(applied, Err(Failure::Contended(_))) {
+            look_up = true;
+        }
         applied.map(|_| AppendOutcome::Stored(new.version))
     })
 }
