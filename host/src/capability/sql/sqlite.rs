@@ -52,11 +52,11 @@ pub struct Sqlite {
     /// Set while the host runs its own transaction control (the authorizer
     /// denies it to the adapter's statements otherwise).
     host_control: Arc<AtomicBool>,
-    /// The host's kept-prepared `BEGIN IMMEDIATE` and `COMMIT`, made unlike any
-    /// text an adapter can guess by a random comment: the statement cache is
-    /// keyed by text, and a cached statement is not authorized again.
-    begin_sql: String,
-    commit_sql: String,
+    /// ` -- host <random>`, appended to the host's own statements (transaction
+    /// control, savepoints), which stay prepared: it makes them unlike any text
+    /// an adapter can guess, since the statement cache is keyed by text and a
+    /// cached statement is not authorized again.
+    host_tag: String,
 }
 
 /// Opens (creating if needed) the database at `path`; after each commit the
@@ -94,12 +94,7 @@ pub fn open(path: &Path, busy_timeout: Duration, wal_frames: Arc<AtomicU64>) -> 
     let mut nonce = [0u8; 16];
     getrandom::fill(&mut nonce).map_err(|e| SqlErrorKind::Io(format!("no randomness for the connection: {e}")))?;
     let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
-    Ok(Sqlite {
-        conn,
-        host_control,
-        begin_sql: format!("BEGIN IMMEDIATE -- host {nonce}"),
-        commit_sql: format!("COMMIT -- host {nonce}"),
-    })
+    Ok(Sqlite { conn, host_control, host_tag: format!(" -- host {nonce}") })
 }
 
 /// Puts the file in WAL mode. Switching modes can report BUSY without waiting on
@@ -234,16 +229,12 @@ impl Connection for Sqlite {
         !self.conn.is_autocommit()
     }
 
-    // BEGIN and COMMIT run once per write: kept prepared, not parsed (and
-    // authorized) again every time.
     fn begin(&mut self) -> Result<(), SqlErrorKind> {
-        let sql = self.begin_sql.clone();
-        self.host(|conn| conn.prepare_cached(&sql).and_then(|mut stmt| stmt.execute([])).map(drop))
+        self.host_prepared("BEGIN IMMEDIATE")
     }
 
     fn commit(&mut self) -> Result<(), SqlErrorKind> {
-        let sql = self.commit_sql.clone();
-        self.host(|conn| conn.prepare_cached(&sql).and_then(|mut stmt| stmt.execute([])).map(drop))
+        self.host_prepared("COMMIT")
     }
 
     fn rollback(&mut self) -> Result<(), SqlErrorKind> {
@@ -251,7 +242,13 @@ impl Connection for Sqlite {
     }
 
     fn execute_plain(&mut self, statements: &str) -> Result<(), SqlErrorKind> {
-        self.host(|conn| conn.execute_batch(statements))
+        // One statement (a savepoint's start or release, up to four per write)
+        // stays prepared; several (undoing a savepoint) are parsed each time.
+        if statements.contains(';') {
+            self.host(|conn| conn.execute_batch(statements))
+        } else {
+            self.host_prepared(statements)
+        }
     }
 }
 
@@ -263,5 +260,12 @@ impl Sqlite {
         let done = run(&self.conn);
         self.host_control.store(false, Ordering::Release);
         done.map_err(map_error)
+    }
+
+    /// Runs one of the host's own statements, kept prepared under its text and
+    /// [`Sqlite::host_tag`]: parsed and authorized once per connection.
+    fn host_prepared(&mut self, statement: &str) -> Result<(), SqlErrorKind> {
+        let sql = format!("{statement}{}", self.host_tag);
+        self.host(|conn| conn.prepare_cached(&sql).and_then(|mut stmt| stmt.execute([])).map(drop))
     }
 }
