@@ -277,14 +277,14 @@ static bool load_messages(value_t key[3], const exports_stowage_store_conversati
     uint64_t version, last_seq;
     if (!read_history(key, &version, &last_seq, err)) return false;
     value_t params[5] = {key[0], key[1], key[2], v_int(limit), v_int(limit)};
-    const char *sql = "SELECT " MESSAGE_COLUMNS " " MESSAGES_OF " ORDER BY seq DESC LIMIT ?4";
+    const char *sql = "SELECT " MESSAGE_COLUMNS " " MESSAGES_OF " ORDER BY seq DESC LIMIT ?4 + 0";
     bool newest_first = true;  // LATEST and BEFORE read backwards from the end
     if (range->tag == EXPORTS_STOWAGE_STORE_CONVERSATION_STORE_MESSAGE_RANGE_AFTER) {
-        sql = "SELECT " MESSAGE_COLUMNS " " MESSAGES_OF " AND seq > ?4 ORDER BY seq LIMIT ?5";
+        sql = "SELECT " MESSAGE_COLUMNS " " MESSAGES_OF " AND seq > ?4 ORDER BY seq LIMIT ?5 + 0";
         params[3] = v_u64(range->val.after);
         newest_first = false;
     } else if (range->tag == EXPORTS_STOWAGE_STORE_CONVERSATION_STORE_MESSAGE_RANGE_BEFORE) {
-        sql = "SELECT " MESSAGE_COLUMNS " " MESSAGES_OF " AND seq < ?4 ORDER BY seq DESC LIMIT ?5";
+        sql = "SELECT " MESSAGE_COLUMNS " " MESSAGES_OF " AND seq < ?4 ORDER BY seq DESC LIMIT ?5 + 0";
         params[3] = v_u64(range->val.before);
     }
     rows_t rows;
@@ -391,7 +391,7 @@ bool exports_stowage_store_conversation_store_list(
     rows_t rows = {0};
     bool ok = db_ready(err) &&
               db_query("SELECT " INFO_COLUMNS " FROM example_conversations WHERE " KEY_WHERE
-                       " AND (?3 IS NULL OR id > ?3) ORDER BY id LIMIT ?4",
+                       " AND (?3 IS NULL OR id > ?3) ORDER BY id LIMIT ?4 + 0",
                        params, 4, &rows, err);
     size_t n = ok ? rows.rows.len : 0;
     ret->ptr = n > 0 ? calloc(n, sizeof *ret->ptr) : NULL;

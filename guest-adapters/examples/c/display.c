@@ -158,7 +158,7 @@ bool exports_stowage_store_display_store_list(scope_t *scope, string_t *conversa
     params[3] = v_u64(after);
     params[4] = v_int(limit);
     bool ok = db_ready(err) && query_records("SELECT " RECORD_COLUMNS " FROM example_display WHERE " KEY_WHERE
-                                             " AND seq > ?4 ORDER BY seq LIMIT ?5",
+                                             " AND seq > ?4 ORDER BY seq LIMIT ?5 + 0",
                                              params, 5, ret, err);
     free_key(scope, conversation_id);
     return ok;
@@ -175,7 +175,7 @@ static void by_status_sql(buf_t *sql, size_t statuses, bool after) {
     }
     buf_add(sql, ")");
     if (after) buf_add(sql, " AND (tenant, scope_user, conversation_id, seq) > (?2, ?3, ?4, ?5)");
-    buf_add(sql, " ORDER BY tenant, scope_user, conversation_id, seq LIMIT ?1");
+    buf_add(sql, " ORDER BY tenant, scope_user, conversation_id, seq LIMIT ?1 + 0");
     buf_add_n(sql, (const uint8_t *)"", 1);  // the terminating NUL
 }
 

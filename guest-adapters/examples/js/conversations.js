@@ -115,11 +115,11 @@ export const conversationStore = {
     history(k); // not-found
     let rows;
     if (range.tag === "after") {
-      rows = query(`SELECT ${MESSAGE} ${MESSAGES} AND seq > ?4 ORDER BY seq LIMIT ?5`, [...k, int(range.val), int(limit)]);
+      rows = query(`SELECT ${MESSAGE} ${MESSAGES} AND seq > ?4 ORDER BY seq LIMIT ?5 + 0`, [...k, int(range.val), int(limit)]);
     } else if (range.tag === "before") {
-      rows = query(`SELECT ${MESSAGE} ${MESSAGES} AND seq < ?4 ORDER BY seq DESC LIMIT ?5`, [...k, int(range.val), int(limit)]).reverse();
+      rows = query(`SELECT ${MESSAGE} ${MESSAGES} AND seq < ?4 ORDER BY seq DESC LIMIT ?5 + 0`, [...k, int(range.val), int(limit)]).reverse();
     } else {
-      rows = query(`SELECT ${MESSAGE} ${MESSAGES} ORDER BY seq DESC LIMIT ?4`, [...k, int(limit)]).reverse();
+      rows = query(`SELECT ${MESSAGE} ${MESSAGES} ORDER BY seq DESC LIMIT ?4 + 0`, [...k, int(limit)]).reverse();
     }
     return rows.map(([seq, id, role, createdAt, content, tag]) => {
       if (!ROLES[role]) throw storage(`load: message seq ${seq} has an unknown role code ${role}`);
@@ -157,7 +157,7 @@ export const conversationStore = {
   list(scope, after, limit) {
     const rows = query(
       `SELECT ${INFO} FROM example_conversations WHERE tenant = ?1 AND scope_user = ?2 AND (?3 IS NULL OR id > ?3)
-       ORDER BY id LIMIT ?4`,
+       ORDER BY id LIMIT ?4 + 0`,
       [text(scope.tenant), text(scope.user), after === null ? NULL : text(after), int(limit)],
     );
     return rows.map(info);

@@ -50,7 +50,7 @@ export const displayStore = {
   },
 
   list(scope, conversationId, after, limit) {
-    const rows = query(`SELECT ${RECORD} ${RECORDS} AND seq > ?4 ORDER BY seq LIMIT ?5`, [...key(scope, conversationId), int(after), int(limit)]);
+    const rows = query(`SELECT ${RECORD} ${RECORDS} AND seq > ?4 ORDER BY seq LIMIT ?5 + 0`, [...key(scope, conversationId), int(after), int(limit)]);
     return rows.map(stored);
   },
 
@@ -66,7 +66,7 @@ export const displayStore = {
     ];
     const rows = query(
       `SELECT tenant, scope_user, conversation_id, ${RECORD} FROM example_display WHERE status IN (${placeholders})${position}
-       ORDER BY tenant, scope_user, conversation_id, seq LIMIT ?1`,
+       ORDER BY tenant, scope_user, conversation_id, seq LIMIT ?1 + 0`,
       params,
     );
     return rows.map(([tenant, user, conversationId, ...record]) => ({

@@ -26,13 +26,15 @@ use crate::stowage::store::types::{Error, Message};
 /// parameters).
 const IDS_PER_LOOKUP: usize = 500;
 
-/// A conversation's key and history (the row's, until [`with_head`]).
+/// A conversation's key and, when found for a write, its history.
 struct Key {
     cid: i64,
     history: History,
 }
 
-/// The conversation's key, `None` if it does not exist in `scope`.
+/// The conversation's key, `None` if it does not exist in `scope`. For a write,
+/// its history is the head's: on SQLite the same statement reads the newest
+/// message, which may carry a newer head than the row ([`head`]).
 fn find(db: &Db, scope: &Scope, conversation_id: &str, for_write: bool) -> Res<Option<Key>> {
     let t = dialect::text(db.dialect());
     let sql = if for_write { t.conversation_key_for_write } else { t.conversation_key };
@@ -40,18 +42,21 @@ fn find(db: &Db, scope: &Scope, conversation_id: &str, for_write: bool) -> Res<O
         return Ok(None);
     };
     let key = context(
-        (|| Ok(Key { cid: row.int(0)?, history: History { version: row.uint(1)?, last_seq: row.uint(2)? } }))(),
+        (|| {
+            let (cid, stored) = (row.int(0)?, History { version: row.uint(1)?, last_seq: row.uint(2)? });
+            let history = if for_write {
+                head::current(db.dialect(), Head { history: stored, updated_at: 0 }, &mut row, 3)?.history
+            } else {
+                stored
+            };
+            Ok(Key { cid, history })
+        })(),
         || "the conversation's row".to_owned(),
     )?;
     if !(1..=CID_LIMIT).contains(&key.cid) {
         return Err(storage(format!("the conversation's key {} is out of range", key.cid)));
     }
     Ok(Some(key))
-}
-
-/// `key` with the conversation's current history: what a write checks.
-fn with_head(db: &Db, key: Key) -> Res<Key> {
-    Ok(Key { history: head::history(db, key.cid, key.history)?, ..key })
 }
 
 /// A conversation from its row, with its head ([`head::current`]).
@@ -63,7 +68,7 @@ fn info_from_row(db: &Db, row: &mut Row) -> Res<ConversationInfo> {
         let created_at = row.int(5)?;
         let stored =
             Head { history: History { version: row.uint(8)?, last_seq: row.uint(7)? }, updated_at: row.int(6)? };
-        let Head { history, updated_at } = head::current(db, row.int(9)?, stored)?;
+        let Head { history, updated_at } = head::current(db.dialect(), stored, row, 10)?;
         Ok(ConversationInfo {
             id: id.clone(),
             scope,
@@ -207,7 +212,7 @@ pub fn append(
     // outranks them.
     let mut look_up = false;
     db.write("append", || {
-        let key = with_head(db, find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?)?;
+        let key = find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?;
         let stored = if look_up { stored_ids(db, key.cid, &ids)? } else { Vec::new() };
         let mut plan = batch::plan_append(&ids, span, &stored, key.history, expected_version);
         if !look_up && !matches!(plan, Ok(AppendPlan::Store(_))) {
@@ -252,7 +257,7 @@ pub fn replace(
     let mut statements = vec![statement(dialect::text(db.dialect()).messages_delete_all, vec![int(0)])];
     statements.extend(insert_statements(db, messages));
     db.write("replace", || {
-        let key = with_head(db, find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?)?;
+        let key = find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?;
         batch::check_version(expected_version, key.history.version)?;
         let new = History { version: batch::next_version(key.history.version)?, last_seq };
         set_key(&mut statements, key.cid);
@@ -311,7 +316,7 @@ pub fn truncate_after(
     now: i64,
 ) -> Result<TruncateOutcome, Error> {
     db.write("truncate-after", || {
-        let key = with_head(db, find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?)?;
+        let key = find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?;
         if seq >= key.history.last_seq {
             return Ok(TruncateOutcome { removed: 0, version: key.history.version });
         }

@@ -12,6 +12,11 @@
 //!
 //! Parameters are `?N` for SQLite and `$N` for PostgreSQL; the host never rewrites
 //! SQL.
+//!
+//! SQLite limits are `LIMIT ?N + 0`, and some equalities compare with `+?N`:
+//! SQLite plans a bare `LIMIT ?N` (or an equality some candidate plan leaves
+//! unindexed) for the bound value and prepares the statement again once the
+//! host's statement cache clears the bindings, on every call (`tests::plans`).
 
 use crate::db::Dialect;
 
@@ -19,10 +24,12 @@ use crate::db::Dialect;
 pub struct Text {
     /// (tenant, user, id) → cid, version, last_seq.
     pub conversation_key: &'static str,
-    /// As `conversation_key`, and holds the row until the transaction ends.
+    /// As `conversation_key`, and holds the row until the transaction ends; on
+    /// SQLite followed by the newest message's columns ([`crate::head`]).
     pub conversation_key_for_write: &'static str,
     /// (tenant, user, id) → id, tenant, user, meta_content, meta_tag, created_at,
-    /// updated_at, last_seq, version, cid (the row's head: see [`crate::head`]).
+    /// updated_at, last_seq, version, cid (the row's head), and on SQLite the
+    /// newest message's columns ([`crate::head`]).
     pub conversation_info: &'static str,
     /// (tenant, user, id, now, meta_content, meta_tag); does nothing if it exists.
     pub conversation_create: &'static str,
@@ -136,10 +143,16 @@ pub fn display_by_status(dialect: Dialect, statuses: usize, after: bool) -> Stri
 const SQLITE: Text = Text {
     conversation_key: "SELECT cid, version, last_seq FROM stowage_conversations \
         WHERE tenant = ?1 AND scope_user = ?2 AND id = ?3",
-    conversation_key_for_write: "SELECT cid, version, last_seq FROM stowage_conversations \
-        WHERE tenant = ?1 AND scope_user = ?2 AND id = ?3",
-    conversation_info: "SELECT id, tenant, scope_user, meta_content, meta_tag, created_at, updated_at, \
-        last_seq, version, cid FROM stowage_conversations WHERE tenant = ?1 AND scope_user = ?2 AND id = ?3",
+    conversation_key_for_write: concat!(
+        "SELECT cid, version, last_seq, ",
+        newest_message_columns!(),
+        " FROM stowage_conversations WHERE tenant = ?1 AND scope_user = ?2 AND id = ?3"
+    ),
+    conversation_info: concat!(
+        "SELECT id, tenant, scope_user, meta_content, meta_tag, created_at, updated_at, last_seq, version, cid, ",
+        newest_message_columns!(),
+        " FROM stowage_conversations WHERE tenant = ?1 AND scope_user = ?2 AND id = ?3"
+    ),
     conversation_create: "INSERT INTO stowage_conversations \
         (tenant, scope_user, id, created_at, updated_at, version, last_seq, meta_content, meta_tag) \
         VALUES (?1, ?2, ?3, ?4, ?4, 0, 0, ?5, ?6) ON CONFLICT (tenant, scope_user, id) DO NOTHING",
@@ -148,22 +161,26 @@ const SQLITE: Text = Text {
     conversation_update: "UPDATE stowage_conversations SET version = ?3, last_seq = ?4, updated_at = ?5 \
         WHERE cid = ?1 AND version <= ?2",
     conversation_delete: "DELETE FROM stowage_conversations WHERE cid = ?1",
-    conversations_first: "SELECT id, tenant, scope_user, meta_content, meta_tag, created_at, updated_at, \
-        last_seq, version, cid FROM stowage_conversations WHERE tenant = ?1 AND scope_user = ?2 \
-        ORDER BY id LIMIT ?3",
-    conversations_after: "SELECT id, tenant, scope_user, meta_content, meta_tag, created_at, updated_at, \
-        last_seq, version, cid FROM stowage_conversations WHERE tenant = ?1 AND scope_user = ?2 AND id > ?3 \
-        ORDER BY id LIMIT ?4",
+    conversations_first: concat!(
+        "SELECT id, tenant, scope_user, meta_content, meta_tag, created_at, updated_at, last_seq, version, cid, ",
+        newest_message_columns!(),
+        " FROM stowage_conversations WHERE tenant = +?1 AND scope_user = +?2 ORDER BY id LIMIT ?3 + 0"
+    ),
+    conversations_after: concat!(
+        "SELECT id, tenant, scope_user, meta_content, meta_tag, created_at, updated_at, last_seq, version, cid, ",
+        newest_message_columns!(),
+        " FROM stowage_conversations WHERE tenant = +?1 AND scope_user = +?2 AND id > +?3 ORDER BY id LIMIT ?4 + 0"
+    ),
     message_insert: "INSERT INTO stowage_messages (pos, id, role, created_at, content, tag) \
         VALUES ((?1 << 32) + ?2, ?3, ?4, ?5, ?6, ?7)",
     messages_by_id_head: "SELECT id, pos & 4294967295 FROM stowage_messages \
         WHERE pos >> 32 = ?1 AND id IN (",
     messages_latest: "SELECT pos & 4294967295, id, role, created_at, content, tag FROM stowage_messages \
-        WHERE pos > (?1 << 32) AND pos < (?1 << 32) + 4294967296 ORDER BY pos DESC LIMIT ?2",
+        WHERE pos > (?1 << 32) AND pos < (?1 << 32) + 4294967296 ORDER BY pos DESC LIMIT ?2 + 0",
     messages_after: "SELECT pos & 4294967295, id, role, created_at, content, tag FROM stowage_messages \
-        WHERE pos > (?1 << 32) + ?2 AND pos < (?1 << 32) + 4294967296 ORDER BY pos LIMIT ?3",
+        WHERE pos > (?1 << 32) + ?2 AND pos < (?1 << 32) + 4294967296 ORDER BY pos LIMIT ?3 + 0",
     messages_before: "SELECT pos & 4294967295, id, role, created_at, content, tag FROM stowage_messages \
-        WHERE pos > (?1 << 32) AND pos < (?1 << 32) + ?2 ORDER BY pos DESC LIMIT ?3",
+        WHERE pos > (?1 << 32) AND pos < (?1 << 32) + ?2 ORDER BY pos DESC LIMIT ?3 + 0",
     messages_delete_all: "DELETE FROM stowage_messages \
         WHERE pos > (?1 << 32) AND pos < (?1 << 32) + 4294967296",
     messages_delete_after: "DELETE FROM stowage_messages \
@@ -191,14 +208,14 @@ const SQLITE: Text = Text {
         r.tool_call_id, r.status, r.created_at, r.updated_at, r.body, r.tag \
         FROM stowage_display_streams s JOIN stowage_display_records r \
         ON r.pos > (s.did << 32) AND r.pos < (s.did << 32) + 4294967296 \
-        WHERE s.tenant = ?1 AND s.scope_user = ?2 AND s.conversation_id = ?3 AND r.tool_call_id = ?4 \
+        WHERE s.tenant = +?1 AND s.scope_user = +?2 AND s.conversation_id = +?3 AND r.tool_call_id = +?4 \
         ORDER BY r.pos",
     display_list: "SELECT r.pos & 4294967295, r.message_id, r.message_type, r.content_type, \
         r.tool_call_id, r.status, r.created_at, r.updated_at, r.body, r.tag \
         FROM stowage_display_streams s JOIN stowage_display_records r \
         ON r.pos > (s.did << 32) + ?4 AND r.pos < (s.did << 32) + 4294967296 \
-        WHERE s.tenant = ?1 AND s.scope_user = ?2 AND s.conversation_id = ?3 \
-        ORDER BY r.pos LIMIT ?5",
+        WHERE s.tenant = +?1 AND s.scope_user = +?2 AND s.conversation_id = +?3 \
+        ORDER BY r.pos LIMIT ?5 + 0",
     by_status_head: "SELECT s.tenant, s.scope_user, s.conversation_id, r.pos & 4294967295, \
         r.message_id, r.message_type, r.content_type, r.tool_call_id, r.status, r.created_at, \
         r.updated_at, r.body, r.tag \
@@ -206,7 +223,7 @@ const SQLITE: Text = Text {
         WHERE r.status IN (",
     by_status_after: " AND (s.tenant, s.scope_user, s.conversation_id, r.pos & 4294967295) \
         > (?2, ?3, ?4, ?5)",
-    by_status_tail: " ORDER BY s.tenant, s.scope_user, s.conversation_id, r.pos LIMIT ?1",
+    by_status_tail: " ORDER BY s.tenant, s.scope_user, s.conversation_id, r.pos LIMIT ?1 + 0",
     migrations_table: "CREATE TABLE IF NOT EXISTS stowage_migrations \
         (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
     migrations_applied: "SELECT COALESCE(MAX(version), 0) FROM stowage_migrations",

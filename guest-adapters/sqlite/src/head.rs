@@ -12,13 +12,44 @@
 //!   version past both, so the other one is always stale. Messages written
 //!   before migration 3 (or by `replace`) carry no head, and the row's counts.
 //!
-//! Reading the head takes two plain statements (the row, then the newest
-//! message by rowid), folded here: one statement joining them made SQLite
-//! re-prepare it on every step on the host's connection.
+//! The statements that read a conversation's row on SQLite (for a write, for
+//! `info` and `list`) read its newest message in the same step, through three
+//! scalar subqueries ([`newest_message_columns!`]), folded here. A join of the
+//! two instead made SQLite mark the statement to be planned again whenever a
+//! binding changes, and the host's statement cache clears the bindings after
+//! every use: the join was parsed again on every call.
 
 use crate::batch::History;
-use crate::db::{Db, Dialect, Res, context, int, storage, uint};
+use crate::db::{Dialect, Res, Row, int, storage, uint};
 use crate::stowage::store::sql::Value;
+
+/// One column of the newest message of the conversation whose
+/// `stowage_conversations` row the statement reads (NULL when it has none).
+macro_rules! newest_message {
+    ($column:literal) => {
+        concat!(
+            "(SELECT ",
+            $column,
+            " FROM stowage_messages m WHERE m.pos > (stowage_conversations.cid << 32) \
+             AND m.pos < (stowage_conversations.cid << 32) + 4294967296 ORDER BY m.pos DESC LIMIT 1)"
+        )
+    };
+}
+
+/// The newest message's seq, head version and head time, in that order, as
+/// columns of a SQLite statement on `stowage_conversations` (read back by
+/// [`newest`]). Each is a seek to the end of the conversation's rowid range.
+macro_rules! newest_message_columns {
+    () => {
+        concat!(
+            newest_message!("m.pos & 4294967295"),
+            ", ",
+            newest_message!("m.head_version"),
+            ", ",
+            newest_message!("m.head_updated_at")
+        )
+    };
+}
 
 /// The DDL of migration 3, per dialect.
 pub fn migration(dialect: Dialect) -> &'static [&'static str] {
@@ -30,11 +61,6 @@ pub fn migration(dialect: Dialect) -> &'static [&'static str] {
         Dialect::Postgres => &[],
     }
 }
-
-/// (cid) → seq, head_version, head_updated_at of the conversation's newest
-/// message; no row when it has none.
-pub const NEWEST: &str = "SELECT pos & 4294967295, head_version, head_updated_at FROM stowage_messages \
-    WHERE pos > (?1 << 32) AND pos < (?1 << 32) + 4294967296 ORDER BY pos DESC LIMIT 1";
 
 /// (cid, seq, id, role, created_at, content, tag, head version, now): the last
 /// message of an append, carrying the conversation's new head.
@@ -72,38 +98,32 @@ pub fn fold(row: Head, newest: Option<Newest>) -> Head {
     }
 }
 
-/// The history (version, last seq) of conversation `cid`, whose row says
-/// `row`: what a write checks and swaps.
-pub fn history(db: &Db, cid: i64, row: History) -> Res<History> {
-    // The time is not part of what a write decides on.
-    Ok(current(db, cid, Head { history: row, updated_at: 0 })?.history)
+/// The newest message from the [`newest_message_columns!`] that start at
+/// column `first` of `row`: `None` when the conversation has no message.
+pub fn newest(row: &mut Row, first: usize) -> Res<Option<Newest>> {
+    let Some(seq) = row.opt_int(first)? else {
+        return Ok(None);
+    };
+    let carried = match (row.opt_int(first + 1)?, row.opt_int(first + 2)?) {
+        (Some(version), Some(updated_at)) => Some((uint_of(version)?, updated_at)),
+        (None, None) => None,
+        _ => return Err(storage("the newest message holds half a head (a version without a time, or the reverse)")),
+    };
+    Ok(Some(Newest { seq: uint_of(seq)?, carried }))
 }
 
-/// The head of conversation `cid`, whose row says `row`.
-pub fn current(db: &Db, cid: i64, row: Head) -> Res<Head> {
-    if !in_messages(db.dialect()) {
+/// The head of a conversation whose row says `row`, given the newest
+/// message's columns from column `first` of the statement's result on SQLite
+/// (other dialects keep the head in the row).
+pub fn current(dialect: Dialect, row: Head, result: &mut Row, first: usize) -> Res<Head> {
+    if !in_messages(dialect) {
         return Ok(row);
     }
-    let Some(mut found) = db.query_row("reading the conversation's newest message", NEWEST, &[int(cid)])? else {
-        return Ok(row);
-    };
-    let newest = context(
-        (|| {
-            let seq = found.uint(0)?;
-            let carried = match (found.opt_int(1)?, found.opt_int(2)?) {
-                (Some(version), Some(updated_at)) => Some((uint_of(version)?, updated_at)),
-                (None, None) => None,
-                _ => return Err(storage("half a head (a version without a time, or the reverse)")),
-            };
-            Ok(Newest { seq, carried })
-        })(),
-        || "the conversation's newest message".to_owned(),
-    )?;
-    Ok(fold(row, Some(newest)))
+    Ok(fold(row, newest(result, first)?))
 }
 
 fn uint_of(i: i64) -> Res<u64> {
-    u64::try_from(i).map_err(|_| storage(format!("negative head version {i}")))
+    u64::try_from(i).map_err(|_| storage(format!("negative seq or head version {i}")))
 }
 
 /// The parameters [`INSERT_WITH_HEAD`] adds to a message insert's.

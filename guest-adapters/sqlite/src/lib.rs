@@ -15,9 +15,11 @@
 mod batch;
 mod conversations;
 mod db;
+// Before `dialect`: its SQLite texts use the head's column macros.
+#[macro_use]
+mod head;
 mod dialect;
 mod display;
-mod head;
 mod legacy;
 mod legacy_import;
 mod migrate;

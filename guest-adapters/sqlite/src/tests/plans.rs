@@ -1,7 +1,7 @@
 //! SQLite query plans of the hot statements: every message and display range is
 //! a rowid range or an index lookup — no full scan, no sort.
 
-use rusqlite::Connection;
+use rusqlite::{Connection, StatementStatus};
 
 use super::Fixture;
 use crate::db::{Db, Dialect};
@@ -15,34 +15,50 @@ fn plan(conn: &Connection, sql: &str) -> Vec<String> {
     rows.collect::<Result<_, _>>().expect("plan rows read")
 }
 
-#[test]
-fn hot_statements_use_keys_and_never_scan_or_sort() {
-    let f = Fixture::sqlite();
-    migrate::run(&Db::new(&*f.connect())).expect("migrates");
-    let conn = Connection::open(f.sqlite_path().expect("sqlite")).expect("open");
+/// The statements every call runs, as the adapter sends them.
+fn hot() -> Vec<String> {
     let t = dialect::text(Dialect::Sqlite);
-    let by_id = messages_by_id(Dialect::Sqlite, 4);
-    let hot = [
+    let mut hot: Vec<String> = [
         t.conversation_key,
+        t.conversation_key_for_write,
         t.conversation_info,
         t.conversation_update,
+        t.conversations_first,
         t.conversations_after,
-        crate::head::NEWEST,
         crate::head::INSERT_WITH_HEAD,
         t.messages_latest,
         t.messages_after,
         t.messages_before,
         t.messages_delete_all,
         t.messages_delete_after,
-        &by_id,
         t.stream_key,
         t.display_last_seq,
         t.display_update,
         t.display_delete_all,
         t.display_by_tool_call,
         t.display_list,
-    ];
-    for sql in hot {
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    hot.push(messages_by_id(Dialect::Sqlite, 4));
+    hot
+}
+
+/// A migrated database and a plain connection to it.
+fn migrated() -> (Fixture, Connection) {
+    let f = Fixture::sqlite();
+    migrate::run(&Db::new(&*f.connect())).expect("migrates");
+    let conn = Connection::open(f.sqlite_path().expect("sqlite")).expect("open");
+    (f, conn)
+}
+
+#[test]
+fn hot_statements_use_keys_and_never_scan_or_sort() {
+    let (_f, conn) = migrated();
+    let t = dialect::text(Dialect::Sqlite);
+    let by_id = messages_by_id(Dialect::Sqlite, 4);
+    let hot = hot();
+    for sql in &hot {
         let steps = plan(&conn, sql);
         for step in &steps {
             let scans = step.starts_with("SCAN") && !step.contains("USING");
@@ -54,4 +70,41 @@ fn hot_statements_use_keys_and_never_scan_or_sort() {
     assert!(by_call.iter().any(|s| s.contains("stowage_display_tool_calls")), "{by_call:#?}");
     let sweep = plan(&conn, &display_by_status(Dialect::Sqlite, 2, true));
     assert!(sweep.iter().any(|s| s.contains("stowage_display_status")), "{sweep:#?}");
+}
+
+/// The host keeps the adapter's statements prepared (rusqlite's statement
+/// cache, as this test does) and clears their bindings after every use. SQLite
+/// plans some statements for the values bound (a bare `LIMIT ?N`, an equality
+/// on `?N` that some candidate plan leaves unindexed, a join on the newest
+/// message) and prepares those again once a binding changes or is cleared: on
+/// every call. None of the hot statements may be one of them (`+?N` and
+/// `?N + 0` keep a parameter out of the planner's view).
+#[test]
+fn hot_statements_stay_prepared_when_used_again() {
+    let (_f, conn) = migrated();
+    let mut reused = hot();
+    reused.push(display_by_status(Dialect::Sqlite, 2, true));
+    for sql in reused.iter().filter(|sql| !sql.starts_with("INSERT")) {
+        for round in 0..3 {
+            let mut stmt = conn.prepare_cached(sql).expect("the statement prepares");
+            for index in 1..=stmt.parameter_count() {
+                stmt.raw_bind_parameter(index, i64::try_from(round + index).expect("small")).expect("binds");
+            }
+            let mut rows = stmt.raw_query();
+            while rows.next().expect("the statement runs").is_some() {}
+            drop(rows);
+            assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0, "prepared again on use {round}: {sql}");
+        }
+    }
+    // The check catches what it guards against.
+    let limit = "SELECT pos FROM stowage_messages WHERE pos > ?1 ORDER BY pos LIMIT ?2";
+    for _ in 0..2 {
+        let mut stmt = conn.prepare_cached(limit).expect("prepares");
+        stmt.raw_bind_parameter(1, 0).expect("binds");
+        stmt.raw_bind_parameter(2, 5).expect("binds");
+        let mut rows = stmt.raw_query();
+        while rows.next().expect("runs").is_some() {}
+    }
+    let stmt = conn.prepare_cached(limit).expect("prepares");
+    assert_eq!(stmt.get_status(StatementStatus::RePrepare), 2, "a bare LIMIT ?2 is prepared again on every use");
 }
