@@ -101,7 +101,10 @@ async fn an_adapter_timing_out_mid_batch_leaves_nothing_of_the_batch() -> anyhow
     let stall = SqlFault::Stall(Duration::from_millis(300));
     let sweep = sweep_batch_faults(&store, stall, |e| matches!(e, Error::Timeout { .. })).await?;
     println!("{sweep:?}");
-    ensure!(sweep.before_commit >= 3, "only {} timeouts hit the batch before its commit", sweep.before_commit);
+    // The SQLite adapter's append sends two statements before its commit (the
+    // conversation with its head, then the batch); a stall at the commit lets
+    // the commit land after the deadline, a lost acknowledgment.
+    ensure!(sweep.before_commit >= 2, "only {} timeouts hit the batch before its commit", sweep.before_commit);
     ensure!(store.stats().timeouts >= u64::from(sweep.before_commit), "every timeout counted: {:?}", store.stats());
     Ok(())
 }
