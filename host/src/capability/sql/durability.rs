@@ -36,6 +36,7 @@ use tokio::sync::watch;
 
 use super::checkpoint;
 use super::gate::WriteGate;
+use super::identity::{self, Identity};
 use crate::wit::SqlErrorKind;
 
 /// WAL length, in frames (pages), that triggers a background checkpoint: four
@@ -60,7 +61,7 @@ struct State {
     syncing: bool,
     /// The open WAL file and its (device, inode), opened by the first flush (the
     /// directory is flushed then); shared, so a flush needs no descriptor of its own.
-    wal: Option<(Arc<File>, (u64, u64))>,
+    wal: Option<(Arc<File>, Identity)>,
 }
 
 /// The leader's turn: dropping it (a failed flush, or a leader dropped while
@@ -142,15 +143,13 @@ impl Durability {
 
     /// Flushes the WAL (and, the first time, its directory entry).
     fn flush_wal(&self) -> Result<(), SqlErrorKind> {
-        use std::os::unix::fs::MetadataExt as _;
-        let identity = |m: std::fs::Metadata| (m.dev(), m.ino());
         let file = {
             let mut state = self.state();
             // The WAL on disk now: when every connection closed, SQLite checkpointed
             // it into the (synced) database and deleted it, and the next connection
             // made a new file; the handle held from before would flush a deleted one.
-            let current = match std::fs::metadata(&self.wal) {
-                Ok(m) => identity(m),
+            let current = match identity::of_path(&self.wal) {
+                Ok(current) => current,
                 // No WAL: everything committed was checkpointed and synced on close.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     state.wal = None;
@@ -166,7 +165,7 @@ impl Durability {
                         File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io("flushing", dir, e))?;
                     }
                     // The identity of what was opened, should the file have changed since.
-                    let opened = file.metadata().map(identity).map_err(|e| io("inspecting", &self.wal, e))?;
+                    let opened = identity::of_file(&file).map_err(|e| io("inspecting", &self.wal, e))?;
                     state.wal = Some((Arc::clone(&file), opened));
                     file
                 }

@@ -27,6 +27,7 @@ mod durability;
 mod fault;
 mod gate;
 mod host;
+mod identity;
 mod postgres;
 mod session;
 mod sqlite;
