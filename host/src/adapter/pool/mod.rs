@@ -351,5 +351,8 @@ impl InstancePool {
         if let Ok(mut idle) = self.idle.lock() {
             idle.clear();
         }
+        if let Some(sql) = &self.settings.sql {
+            sql.durability().settle().await;
+        }
     }
 }

@@ -37,6 +37,7 @@ use tokio::sync::watch;
 use super::checkpoint;
 use super::gate::WriteGate;
 use super::identity::{self, Identity};
+use super::prefill::{self, CHUNK_FRAMES, MAX_FRAMES};
 use crate::wit::SqlErrorKind;
 
 /// WAL length, in frames (pages), that triggers a background checkpoint: four
@@ -52,6 +53,10 @@ use crate::wit::SqlErrorKind;
 /// B's throughput were no worse either), 7–9× at 500–1,000. The WAL peaks
 /// near 16 MiB (it is overwritten in place, not grown, after each checkpoint).
 pub const CHECKPOINT_FRAMES: u64 = 4000;
+
+/// The WAL length, in frames, from which commits are kept within written room
+/// (`prefill`): a store that opens, appends once and closes gains nothing from it.
+const FIRST_PREFILL_FRAMES: u64 = 256;
 
 #[derive(Default)]
 struct State {
@@ -86,6 +91,9 @@ pub struct Durability {
     /// The highest ticket known durable.
     durable: watch::Sender<u64>,
     checkpointing: Arc<AtomicBool>,
+    /// Frames the WAL file has written room for (`prefill`), as last known.
+    room: Arc<AtomicU64>,
+    prefilling: Arc<AtomicBool>,
     /// Frames in the WAL as of the latest commit (set by the connections' WAL hook).
     wal_frames: Arc<AtomicU64>,
     /// This host's writers, held off while a checkpoint catches up (`None`: none to hold).
@@ -108,6 +116,8 @@ impl Durability {
             state: Mutex::new(State::default()),
             durable: watch::channel(0).0,
             checkpointing: Arc::new(AtomicBool::new(false)),
+            room: Arc::new(AtomicU64::new(0)),
+            prefilling: Arc::new(AtomicBool::new(false)),
             wal_frames: Arc::new(AtomicU64::new(0)),
             writers,
             busy_timeout,
@@ -134,7 +144,9 @@ impl Durability {
             state.committed += 1;
             state.committed
         };
-        if !self.flush {
+        if self.flush {
+            self.maybe_prefill();
+        } else {
             // No flush follows to start the checkpoint: start it here.
             self.maybe_checkpoint();
         }
@@ -160,6 +172,8 @@ impl Durability {
             match state.wal.as_ref() {
                 Some((file, held)) if *held == current => Arc::clone(file),
                 _ => {
+                    // A new WAL: whatever room the last one had is gone.
+                    self.room.store(0, Ordering::Release);
                     let file = Arc::new(File::open(&self.wal).map_err(|e| io("opening", &self.wal, e))?);
                     if let Some(dir) = self.wal.parent() {
                         File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io("flushing", dir, e))?;
@@ -249,6 +263,49 @@ impl Durability {
                 drop(leading);
                 Err(e)
             }
+        }
+    }
+
+    /// With flushes (`sql_sync = "full"`): starts a prefill on a blocking task
+    /// when the commits come near the end of the WAL's written room, so that they
+    /// overwrite zeros instead of growing the file, whose flush would also write
+    /// its inode (see `prefill`), once the WAL holds [`FIRST_PREFILL_FRAMES`].
+    fn maybe_prefill(&self) {
+        let frames = self.wal_frames.load(Ordering::Acquire);
+        let room = self.room.load(Ordering::Acquire);
+        let near_end = frames + CHUNK_FRAMES / 2 > room && room < MAX_FRAMES;
+        if frames < FIRST_PREFILL_FRAMES || !near_end || self.prefilling.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (db, wal, writers, busy_timeout) =
+            (self.db.clone(), self.wal.clone(), self.writers.clone(), self.busy_timeout);
+        let (room, running) = (Arc::clone(&self.room), Arc::clone(&self.prefilling));
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            running.store(false, Ordering::Release);
+            return;
+        };
+        let work = move || {
+            match prefill::prefill(&db, &wal, prefill::target(frames), writers.as_ref(), busy_timeout) {
+                Ok(frames) => room.store(frames, Ordering::Release),
+                Err(error) => {
+                    tracing::debug!(db = %db.display(), %error, "WAL prefill stopped; a later commit retries")
+                }
+            }
+            running.store(false, Ordering::Release);
+        };
+        drop(handle.spawn_blocking(work));
+    }
+
+    /// Waits (at most `busy_timeout` and a few seconds) for the prefill or
+    /// checkpoint under way, whose connection would otherwise outlive the store's:
+    /// when the store's last connection closes, SQLite checkpoints the WAL and
+    /// deletes it only if no such connection is left.
+    pub async fn settle(&self) {
+        let deadline = std::time::Instant::now() + self.busy_timeout + Duration::from_secs(5);
+        while (self.prefilling.load(Ordering::Acquire) || self.checkpointing.load(Ordering::Acquire))
+            && std::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
 

@@ -29,6 +29,7 @@ mod gate;
 mod host;
 mod identity;
 mod postgres;
+mod prefill;
 mod session;
 mod sqlite;
 mod value;
