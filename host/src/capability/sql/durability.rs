@@ -50,8 +50,8 @@ use crate::wit::SqlErrorKind;
 /// latency; a longer WAL means fewer checkpoints, each copying a hot page once
 /// for more commits. Phase B, p99 over median: 1.6–2.1× at 4,000 frames,
 /// 1.9–4.4× at 2,000 (six alternating runs each of one binary; A's median and
-/// B's throughput were no worse either), 7–9× at 500–1,000. The WAL peaks
-/// near 16 MiB (it is overwritten in place, not grown, after each checkpoint).
+/// B's throughput were no worse either), 7–9× at 500–1,000. The WAL is
+/// prefilled to 21 MiB (`prefill`) and overwritten in place after each checkpoint.
 pub const CHECKPOINT_FRAMES: u64 = 4000;
 
 /// The WAL length, in frames, from which commits are kept within written room
