@@ -34,29 +34,11 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::checkpoint;
+use super::checkpoint::{self, CHECKPOINT_FRAMES, ClearOnDrop};
 use super::gate::WriteGate;
 use super::identity::{self, Identity};
-use super::prefill::{self, CHUNK_FRAMES, MAX_FRAMES};
+use super::prefill::Prefiller;
 use crate::wit::SqlErrorKind;
-
-/// WAL length, in frames (pages), that triggers a background checkpoint: four
-/// times SQLite's default auto-checkpoint threshold. The SQL adapter keeps each
-/// conversation's messages together (good for loads), so interleaved writers
-/// dirty more pages per message than an append-only table does (a 4-message
-/// turn writes ~9 frames where one table in append order writes ~5). Each
-/// checkpoint ends with a flush of the database file that every writer's WAL
-/// flush queues behind for its duration, so the calls it overlaps make the tail
-/// latency; a longer WAL means fewer checkpoints, each copying a hot page once
-/// for more commits. Phase B, p99 over median: 1.6–2.1× at 4,000 frames,
-/// 1.9–4.4× at 2,000 (six alternating runs each of one binary; A's median and
-/// B's throughput were no worse either), 7–9× at 500–1,000. The WAL is
-/// prefilled to 21 MiB (`prefill`) and overwritten in place after each checkpoint.
-pub const CHECKPOINT_FRAMES: u64 = 4000;
-
-/// The WAL length, in frames, from which commits are kept within written room
-/// (`prefill`): a store that opens, appends once and closes gains nothing from it.
-const FIRST_PREFILL_FRAMES: u64 = 256;
 
 #[derive(Default)]
 struct State {
@@ -91,9 +73,8 @@ pub struct Durability {
     /// The highest ticket known durable.
     durable: watch::Sender<u64>,
     checkpointing: Arc<AtomicBool>,
-    /// Frames the WAL file has written room for (`prefill`), as last known.
-    room: Arc<AtomicU64>,
-    prefilling: Arc<AtomicBool>,
+    /// Writes the WAL ahead of the commits (`prefill`), when they are flushed.
+    prefiller: Arc<Prefiller>,
     /// Frames in the WAL as of the latest commit (set by the connections' WAL hook).
     wal_frames: Arc<AtomicU64>,
     /// This host's writers, held off while a checkpoint catches up (`None`: none to hold).
@@ -109,15 +90,15 @@ impl Durability {
     pub fn new(db: &Path, flush: bool, writers: Option<Arc<WriteGate>>, busy_timeout: Duration) -> Self {
         let mut wal = db.as_os_str().to_owned();
         wal.push("-wal");
+        let wal = PathBuf::from(wal);
         Self {
             db: db.to_path_buf(),
-            wal: PathBuf::from(wal),
+            prefiller: Arc::new(Prefiller::new(db, &wal, writers.clone(), busy_timeout)),
+            wal,
             flush,
             state: Mutex::new(State::default()),
             durable: watch::channel(0).0,
             checkpointing: Arc::new(AtomicBool::new(false)),
-            room: Arc::new(AtomicU64::new(0)),
-            prefilling: Arc::new(AtomicBool::new(false)),
             wal_frames: Arc::new(AtomicU64::new(0)),
             writers,
             busy_timeout,
@@ -139,13 +120,13 @@ impl Durability {
     /// Called right after a commit returned: the commit's ticket, or `None` when
     /// commits need no flush.
     pub fn committed(&self) -> Option<u64> {
-        let ticket = {
+        let (ticket, wal) = {
             let mut state = self.state();
             state.committed += 1;
-            state.committed
+            (state.committed, state.wal.as_ref().map(|(_, identity)| *identity))
         };
         if self.flush {
-            self.maybe_prefill();
+            self.prefiller.after_commit(self.wal_frames.load(Ordering::Acquire), wal);
         } else {
             // No flush follows to start the checkpoint: start it here.
             self.maybe_checkpoint();
@@ -172,8 +153,6 @@ impl Durability {
             match state.wal.as_ref() {
                 Some((file, held)) if *held == current => Arc::clone(file),
                 _ => {
-                    // A new WAL: whatever room the last one had is gone.
-                    self.room.store(0, Ordering::Release);
                     let file = Arc::new(File::open(&self.wal).map_err(|e| io("opening", &self.wal, e))?);
                     if let Some(dir) = self.wal.parent() {
                         File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io("flushing", dir, e))?;
@@ -266,47 +245,20 @@ impl Durability {
         }
     }
 
-    /// With flushes (`sql_sync = "full"`): starts a prefill on a blocking task
-    /// when the commits come near the end of the WAL's written room, so that they
-    /// overwrite zeros instead of growing the file, whose flush would also write
-    /// its inode (see `prefill`), once the WAL holds [`FIRST_PREFILL_FRAMES`].
-    fn maybe_prefill(&self) {
-        let frames = self.wal_frames.load(Ordering::Acquire);
-        let room = self.room.load(Ordering::Acquire);
-        let near_end = frames + CHUNK_FRAMES / 2 > room && room < MAX_FRAMES;
-        if frames < FIRST_PREFILL_FRAMES || !near_end || self.prefilling.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let (db, wal, writers, busy_timeout) =
-            (self.db.clone(), self.wal.clone(), self.writers.clone(), self.busy_timeout);
-        let (room, running) = (Arc::clone(&self.room), Arc::clone(&self.prefilling));
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            running.store(false, Ordering::Release);
-            return;
-        };
-        let work = move || {
-            match prefill::prefill(&db, &wal, prefill::target(frames), writers.as_ref(), busy_timeout) {
-                Ok(frames) => room.store(frames, Ordering::Release),
-                Err(error) => {
-                    tracing::debug!(db = %db.display(), %error, "WAL prefill stopped; a later commit retries")
-                }
-            }
-            running.store(false, Ordering::Release);
-        };
-        drop(handle.spawn_blocking(work));
-    }
-
-    /// Waits (at most `busy_timeout` and a few seconds) for the prefill or
+    /// Waits (at most twice `busy_timeout` and a few seconds: a task may wait
+    /// that long for the write turn, then for SQLite's lock) for the prefill or
     /// checkpoint under way, whose connection would otherwise outlive the store's:
     /// when the store's last connection closes, SQLite checkpoints the WAL and
-    /// deletes it only if no such connection is left.
+    /// deletes it only if no such connection is left. Then lets go of the WAL
+    /// file held for flushes (the next flush opens it again).
     pub async fn settle(&self) {
-        let deadline = std::time::Instant::now() + self.busy_timeout + Duration::from_secs(5);
-        while (self.prefilling.load(Ordering::Acquire) || self.checkpointing.load(Ordering::Acquire))
+        let deadline = std::time::Instant::now() + 2 * self.busy_timeout + Duration::from_secs(5);
+        while (self.prefiller.running() || self.checkpointing.load(Ordering::Acquire))
             && std::time::Instant::now() < deadline
         {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
+        self.state().wal = None;
     }
 
     /// Starts a checkpoint on a blocking task if the WAL is long and none is
@@ -316,13 +268,13 @@ impl Durability {
         if !long || self.checkpointing.swap(true, Ordering::AcqRel) {
             return;
         }
-        let (db, running) = (self.db.clone(), Arc::clone(&self.checkpointing));
+        let (db, running) = (self.db.clone(), ClearOnDrop(Arc::clone(&self.checkpointing)));
         let (writers, busy_timeout) = (self.writers.clone(), self.busy_timeout);
         let work = move || {
+            let _running = running;
             if let Err(error) = checkpoint::checkpoint(&db, writers.as_ref(), busy_timeout) {
                 tracing::warn!(db = %db.display(), %error, "background checkpoint failed; it will be retried");
             }
-            running.store(false, Ordering::Release);
         };
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => drop(handle.spawn_blocking(work)),

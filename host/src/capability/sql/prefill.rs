@@ -20,12 +20,18 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::durability::CHECKPOINT_FRAMES;
+use super::checkpoint::{CHECKPOINT_FRAMES, ClearOnDrop};
 use super::gate::WriteGate;
+use super::identity::{self, Identity};
+
+/// The WAL length, in frames, from which commits are kept within written room:
+/// a store that opens, appends once and closes gains nothing from it.
+pub const FIRST_FRAMES: u64 = 256;
 
 /// The WAL is prefilled in chunks of this many frames (4 MiB at 4 KiB pages),
 /// starting when a commit leaves less than half a chunk of room. Each prefill
@@ -52,53 +58,127 @@ const WAL_HEADER: u64 = 32;
 /// A frame's header, before its page.
 const FRAME_HEADER: u64 = 24;
 
-/// Why a prefill stopped (it is tried again after a later commit).
+/// Why a prefill stopped (it is tried again half a chunk later).
 #[derive(Debug, thiserror::Error)]
 pub enum PrefillError {
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
-    #[error("extending the WAL: {0}")]
+    #[error("writing the WAL ahead: {0}")]
     Io(#[from] io::Error),
     #[error("another writer held the write turn")]
     Busy,
 }
 
+/// Starts prefills of one database's WAL after commits (`sql_sync = "full"`).
+pub struct Prefiller {
+    db: PathBuf,
+    wal: PathBuf,
+    writers: Option<Arc<WriteGate>>,
+    busy_timeout: Duration,
+    /// The WAL file a prefill last measured, and the frames it has room for
+    /// (after a failed prefill: the frames at which to try again).
+    room: Mutex<Option<(Identity, u64)>>,
+    running: Arc<AtomicBool>,
+}
+
+impl Prefiller {
+    pub fn new(db: &Path, wal: &Path, writers: Option<Arc<WriteGate>>, busy_timeout: Duration) -> Self {
+        Self {
+            db: db.to_path_buf(),
+            wal: wal.to_path_buf(),
+            writers,
+            busy_timeout,
+            room: Mutex::new(None),
+            running: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// A prefill is under way.
+    pub fn running(&self) -> bool {
+        self.running.load(Ordering::Acquire)
+    }
+
+    fn room(&self) -> MutexGuard<'_, Option<(Identity, u64)>> {
+        self.room.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// After a commit that left `frames` frames in the WAL the host flushes as
+    /// `wal` (`None` before its first flush): starts a prefill on a blocking task
+    /// when the commits come within half a chunk of the end of the room written
+    /// ahead, so that they overwrite zeros instead of growing the file. Room
+    /// measured on another file (the WAL was deleted and made anew) counts as none.
+    pub fn after_commit(self: &Arc<Self>, frames: u64, wal: Option<Identity>) {
+        let room = match (*self.room(), wal) {
+            (Some((measured, room)), Some(wal)) if measured == wal => room,
+            _ => 0,
+        };
+        let near_end = frames + CHUNK_FRAMES / 2 > room && room < MAX_FRAMES;
+        if frames < FIRST_FRAMES || !near_end || self.running.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let running = ClearOnDrop(Arc::clone(&self.running));
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+        let me = Arc::clone(self);
+        drop(handle.spawn_blocking(move || {
+            let _running = running;
+            match prefill(&me.db, &me.wal, target(frames), me.writers.as_ref(), me.busy_timeout) {
+                Ok(Some(measured)) => *me.room() = Some(measured),
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(db = %me.db.display(), %error, "WAL prefill failed; retried half a chunk later");
+                    if let Some(wal) = wal {
+                        *me.room() = Some((wal, frames + CHUNK_FRAMES));
+                    }
+                }
+            }
+        }));
+    }
+}
+
 /// Makes sure the WAL of `db` holds written space for `frames` frames (at most
-/// [`MAX_FRAMES`]) and flushes what it added. Returns the frames the file now
-/// has room for; `0` when there is no WAL (it is never created here).
+/// [`MAX_FRAMES`]) and flushes what it added. Returns the WAL file's identity
+/// and the frames it now has room for; `None` when there is no WAL to fill.
 pub fn prefill(
     db: &Path,
     wal: &Path,
     frames: u64,
     writers: Option<&Arc<WriteGate>>,
     busy_timeout: Duration,
-) -> Result<u64, PrefillError> {
-    let file = match OpenOptions::new().write(true).custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32).open(wal) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+) -> Result<Option<(Identity, u64)>, PrefillError> {
+    // Looked up without reading its times (see `identity`).
+    match identity::of_path(wal) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e.into()),
-    };
+        Ok(_) => {}
+    }
     let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
     let conn = rusqlite::Connection::open_with_flags(db, flags)?;
     conn.busy_timeout(busy_timeout)?;
     let page: i64 = conn.query_row("PRAGMA page_size", [], |row| row.get(0))?;
     let frame = u64::try_from(page).unwrap_or(0).max(512) + FRAME_HEADER;
     let want = WAL_HEADER + frames.min(MAX_FRAMES) * frame;
-    let (length, added) = {
+    let (file, length, added) = {
         let _turn = match writers.map(|gate| gate.enter(busy_timeout)) {
             Some(Err(_)) => return Err(PrefillError::Busy),
             Some(Ok(turn)) => Some(turn),
             None => None,
         };
         conn.execute_batch("BEGIN IMMEDIATE")?;
-        let extended = extend(&file, want);
+        // Opened only now: this connection has the WAL open, so no other
+        // connection's close can delete it before the zeros are in.
+        let extended = open_wal(wal).and_then(|file| extend(&file, want).map(|(length, added)| (file, length, added)));
         conn.execute_batch("ROLLBACK")?;
         extended?
     };
     if added {
         file.sync_data()?;
     }
-    Ok(length.saturating_sub(WAL_HEADER) / frame)
+    Ok(Some((identity::of_file(&file)?, length.saturating_sub(WAL_HEADER) / frame)))
+}
+
+/// The WAL, for writing; a symbolic link in its place is refused.
+fn open_wal(wal: &Path) -> io::Result<File> {
+    OpenOptions::new().write(true).custom_flags(rustix::fs::OFlags::NOFOLLOW.bits().cast_signed()).open(wal)
 }
 
 /// Writes zeros from the end of `file` to `want` bytes: (the length now, whether
@@ -109,13 +189,12 @@ fn extend(mut file: &File, want: u64) -> io::Result<(u64, bool)> {
     if length >= want {
         return Ok((length, false));
     }
-    const PIECE: u64 = 256 * 1024;
-    let zeros = vec![0u8; PIECE as usize];
+    let zeros = [0u8; 64 * 1024];
     let mut at = length;
     while at < want {
-        let n = (want - at).min(PIECE);
-        file.write_all_at(&zeros[..n as usize], at)?;
-        at += n;
+        let n = usize::try_from(want - at).unwrap_or(usize::MAX).min(zeros.len());
+        file.write_all_at(&zeros[..n], at)?;
+        at += n as u64;
     }
     Ok((want, true))
 }
@@ -136,8 +215,9 @@ mod tests {
         writer.pragma_update(None, "wal_autocheckpoint", 0)?;
         writer.execute_batch("CREATE TABLE t (x BLOB)")?;
         let before = std::fs::metadata(&wal)?.len();
-        let room = prefill(&db, &wal, 128, None, Duration::from_secs(1))?;
+        let (measured, room) = prefill(&db, &wal, 128, None, Duration::from_secs(1))?.ok_or("a WAL")?;
         assert_eq!(room, 128);
+        assert_eq!(measured, identity::of_path(&wal)?, "the WAL on disk was filled");
         let filled = std::fs::metadata(&wal)?.len();
         assert_eq!(filled, 32 + 128 * 4120, "the WAL now has room for 128 frames (it had {before} bytes)");
         for i in 0..40 {
@@ -148,8 +228,9 @@ mod tests {
         let reader = rusqlite::Connection::open(&db)?;
         let count: i64 = reader.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?;
         assert_eq!(count, 40);
-        assert_eq!(prefill(&db, &wal, 10, None, Duration::from_secs(1))?, 128, "room is never taken back");
-        assert_eq!(prefill(&db, &wal, u64::MAX, None, Duration::from_secs(1))?, MAX_FRAMES, "capped");
+        let room = |frames| prefill(&db, &wal, frames, None, Duration::from_secs(1)).map(|r| r.map(|(_, room)| room));
+        assert_eq!(room(10)?, Some(128), "room is never taken back");
+        assert_eq!(room(u64::MAX)?, Some(MAX_FRAMES), "capped");
         let copy = dir.path().join("copy.db");
         std::fs::copy(&db, &copy)?;
         std::fs::copy(&wal, dir.path().join("copy.db-wal"))?;
@@ -168,21 +249,23 @@ mod tests {
         assert_eq!(target(3 * CHUNK_FRAMES), 4 * CHUNK_FRAMES);
     }
 
-    /// A prefill never creates the WAL, and waits for SQLite's write lock.
+    /// A prefill creates nothing where there is no WAL, and waits for SQLite's
+    /// write lock.
     #[test]
     fn no_wal_no_prefill_and_a_held_write_lock_is_waited_out() -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         let db = dir.path().join("t.db");
         let wal = dir.path().join("t.db-wal");
-        assert_eq!(prefill(&db, &wal, 64, None, Duration::from_secs(1))?, 0);
-        assert!(!wal.exists());
+        assert!(prefill(&db, &wal, 64, None, Duration::from_secs(1))?.is_none());
+        assert!(!wal.exists() && !db.exists(), "nothing was created");
         let writer = rusqlite::Connection::open(&db)?;
         writer.pragma_update(None, "journal_mode", "WAL")?;
         writer.execute_batch("CREATE TABLE t (x); BEGIN IMMEDIATE; INSERT INTO t VALUES (1)")?;
         let busy = prefill(&db, &wal, 64, None, Duration::from_millis(50));
         assert!(matches!(busy, Err(PrefillError::Sqlite(_))), "the writer holds the lock: {busy:?}");
         writer.execute_batch("COMMIT")?;
-        assert_eq!(prefill(&db, &wal, 64, None, Duration::from_millis(50))?, 64);
+        let room = prefill(&db, &wal, 64, None, Duration::from_millis(50))?.map(|(_, room)| room);
+        assert_eq!(room, Some(64));
         Ok(())
     }
 }
