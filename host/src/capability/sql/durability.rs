@@ -73,7 +73,7 @@ pub struct Durability {
     /// The highest ticket known durable.
     durable: watch::Sender<u64>,
     checkpointing: Arc<AtomicBool>,
-    /// Writes the WAL ahead of the commits (`prefill`), when they are flushed.
+    /// Writes the WAL ahead of the commits (`prefill`).
     prefiller: Arc<Prefiller>,
     /// Frames in the WAL as of the latest commit (set by the connections' WAL hook).
     wal_frames: Arc<AtomicU64>,
@@ -93,7 +93,7 @@ impl Durability {
         let wal = PathBuf::from(wal);
         Self {
             db: db.to_path_buf(),
-            prefiller: Arc::new(Prefiller::new(db, &wal, writers.clone(), busy_timeout)),
+            prefiller: Arc::new(Prefiller::new(db, &wal, flush, writers.clone(), busy_timeout)),
             wal,
             flush,
             state: Mutex::new(State::default()),
@@ -128,6 +128,7 @@ impl Durability {
         if self.flush {
             self.prefiller.after_commit(self.wal_frames.load(Ordering::Acquire), wal);
         } else {
+            self.prefiller.after_unflushed_commit(self.wal_frames.load(Ordering::Acquire));
             // No flush follows to start the checkpoint: start it here.
             self.maybe_checkpoint();
         }
