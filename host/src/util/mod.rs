@@ -3,3 +3,4 @@
 pub mod clock;
 pub mod detach;
 pub mod hex;
+pub mod parallel;

@@ -5,6 +5,7 @@ use crate::adapter::backend::{ConversationBackend, DisplayBackend};
 use crate::adapter::raw::{DisplayPosition, InsertReply};
 use crate::error::Error;
 use crate::model::{DisplayRecord, Scope};
+use crate::util::parallel;
 
 impl<B: ConversationBackend + DisplayBackend> Client<B> {
     /// Inserts `records` numbered from `first_seq` (they all belong to `scope`,
@@ -37,7 +38,7 @@ impl<B: ConversationBackend + DisplayBackend> Client<B> {
         }
         let seqs: Vec<u64> = found.iter().map(|r| r.seq).collect();
         checks::display_seqs(&seqs, 0, u32::MAX).map_err(|v| self.violation_in(id, v))?;
-        found.into_iter().map(|r| self.display_back(features, scope, id, r)).collect()
+        parallel::map(found, |r| self.display_back(features, scope, id, r)).into_iter().collect()
     }
 
     /// Overwrites the record with `record.seq`.
@@ -60,7 +61,7 @@ impl<B: ConversationBackend + DisplayBackend> Client<B> {
         self.budget(found.iter().map(|r| r.record.body.len() + r.record.tag.len()).sum())?;
         let seqs: Vec<u64> = found.iter().map(|r| r.seq).collect();
         checks::display_seqs(&seqs, after, limit).map_err(|v| self.violation_in(id, v))?;
-        found.into_iter().map(|r| self.display_back(features, scope, id, r)).collect()
+        parallel::map(found, |r| self.display_back(features, scope, id, r)).into_iter().collect()
     }
 
     /// A page of records whose status is one of `statuses`, across every scope,

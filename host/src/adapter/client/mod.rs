@@ -20,6 +20,7 @@ use crate::config::Limits;
 use crate::error::Error;
 use crate::integrity::Protector;
 use crate::model::{ConversationInfo, ConversationMeta, Message, Scope};
+use crate::util::parallel;
 
 /// A page of verified messages.
 pub struct Loaded {
@@ -177,8 +178,10 @@ impl<B: ConversationBackend> Client<B> {
         self.budget(found.iter().map(|m| m.message.content.len() + m.message.tag.len() + m.message.id.len()).sum())?;
         checks::page(&found, range, limit).map_err(|v| self.violation_in(id, v))?;
         let mut loaded = Loaded { messages: Vec::with_capacity(found.len()), unverified: Vec::new() };
-        for stored in found {
-            let checked = self.message_back(features, scope, id, stored)?;
+        // Checked in order of the page, so the error reported is the first one's.
+        let checked = parallel::map(found, |stored| self.message_back(features, scope, id, stored));
+        for checked in checked {
+            let checked = checked?;
             let untagged = checked.untagged();
             let message = checked.into_inner();
             if untagged {

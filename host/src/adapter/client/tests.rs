@@ -173,6 +173,26 @@ async fn forged_messages_fail_verification() -> R {
     integrity(c.load(&scope(), "c", Range::Latest, 3).await.map(|_| ()), "message seq 1")
 }
 
+/// A page long enough to be checked on several threads comes back whole and in
+/// order, and of two forged records the one reported is the first.
+#[tokio::test]
+async fn a_long_page_is_checked_in_order_and_names_its_first_forgery() -> R {
+    let c = client()?;
+    let n = 3 * crate::util::parallel::MIN_ITEMS;
+    seeded(&c, &scope(), "c", n).await?;
+    let page = c.load(&scope(), "c", Range::After(0), n as u32).await?;
+    let seqs: Vec<u64> = page.messages.iter().map(|m| m.seq).collect();
+    assert_eq!(seqs, (1..=n as u64).collect::<Vec<_>>());
+    assert_eq!(page.messages[n - 1].id, format!("m{}", n - 1));
+    tamper(&c, move |t| {
+        t.load = Some(Box::new(move |m| {
+            m[n - 2].message.created_at += 1;
+            m[7].message.created_at += 1;
+        }))
+    });
+    integrity(c.load(&scope(), "c", Range::After(0), n as u32).await.map(|_| ()), "message seq 8")
+}
+
 #[tokio::test]
 async fn untagged_records_are_refused_or_reported_per_policy() -> R {
     for (untagged, refused) in [(Untagged::Refuse, true), (Untagged::Accept, false)] {
