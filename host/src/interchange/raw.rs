@@ -7,7 +7,11 @@
 //! remembers the exact source text of every object and array it was parsed from,
 //! which is what [`Node::write`] emits until the node is changed.
 
+mod scan;
+
 use std::borrow::Cow;
+
+use self::scan::Scanner;
 
 /// One JSON value. Source nodes borrow from the text they were parsed from;
 /// nodes built by the interchange own their text.
@@ -283,122 +287,6 @@ fn decode_string(literal: &str) -> Result<Cow<'_, str>, String> {
         return Ok(Cow::Borrowed(&literal[1..literal.len() - 1]));
     }
     serde_json::from_str::<String>(literal).map(Cow::Owned).map_err(|e| e.to_string())
-}
-
-/// Splits text that serde_json has already validated as one JSON value.
-struct Scanner<'a> {
-    text: &'a str,
-    at: usize,
-}
-
-impl<'a> Scanner<'a> {
-    fn peek(&self) -> Option<u8> {
-        self.text.as_bytes().get(self.at).copied()
-    }
-
-    fn skip_space(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\n' | b'\r' | b'\t')) {
-            self.at += 1;
-        }
-    }
-
-    fn expect(&mut self, byte: u8) -> Result<(), String> {
-        self.skip_space();
-        if self.peek() == Some(byte) {
-            self.at += 1;
-            Ok(())
-        } else {
-            Err(format!("expected `{}` at byte {}", byte as char, self.at))
-        }
-    }
-
-    fn slice(&self, start: usize) -> Result<&'a str, String> {
-        self.text.get(start..self.at).ok_or_else(|| format!("bad slice at byte {start}"))
-    }
-
-    fn value(&mut self) -> Result<Node<'a>, String> {
-        self.skip_space();
-        let start = self.at;
-        match self.peek() {
-            Some(b'{') => {
-                self.at += 1;
-                let mut members = Vec::new();
-                self.skip_space();
-                if self.peek() == Some(b'}') {
-                    self.at += 1;
-                } else {
-                    loop {
-                        self.skip_space();
-                        let literal = self.string()?;
-                        let key = decode_string(literal).map_err(|e| format!("a key is not valid text ({e})"))?;
-                        self.expect(b':')?;
-                        let value = self.value()?;
-                        members.push((key, value));
-                        self.skip_space();
-                        match self.peek() {
-                            Some(b',') => self.at += 1,
-                            Some(b'}') => {
-                                self.at += 1;
-                                break;
-                            }
-                            _ => return Err(format!("unexpected byte at {}", self.at)),
-                        }
-                    }
-                }
-                Ok(Node::Object(Object { members, raw: Some(self.slice(start)?) }))
-            }
-            Some(b'[') => {
-                self.at += 1;
-                let mut items = Vec::new();
-                self.skip_space();
-                if self.peek() == Some(b']') {
-                    self.at += 1;
-                } else {
-                    loop {
-                        items.push(self.value()?);
-                        self.skip_space();
-                        match self.peek() {
-                            Some(b',') => self.at += 1,
-                            Some(b']') => {
-                                self.at += 1;
-                                break;
-                            }
-                            _ => return Err(format!("unexpected byte at {}", self.at)),
-                        }
-                    }
-                }
-                Ok(Node::Array(Array { items, raw: Some(self.slice(start)?) }))
-            }
-            Some(b'"') => Ok(Node::Leaf(Cow::Borrowed(self.string()?))),
-            Some(_) => {
-                while !matches!(self.peek(), None | Some(b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')) {
-                    self.at += 1;
-                }
-                Ok(Node::Leaf(Cow::Borrowed(self.slice(start)?)))
-            }
-            None => Err("unexpected end".into()),
-        }
-    }
-
-    /// A string literal, quotes included.
-    fn string(&mut self) -> Result<&'a str, String> {
-        let start = self.at;
-        if self.peek() != Some(b'"') {
-            return Err(format!("expected a string at byte {start}"));
-        }
-        self.at += 1;
-        loop {
-            match self.peek() {
-                Some(b'\\') => self.at += 2,
-                Some(b'"') => {
-                    self.at += 1;
-                    return self.slice(start);
-                }
-                Some(_) => self.at += 1,
-                None => return Err("unterminated string".into()),
-            }
-        }
-    }
 }
 
 #[cfg(test)]
