@@ -23,7 +23,8 @@ use sha2::{Digest, Sha256};
 const SHIPPED: [&str; 3] = ["sqlite", "filesystem", "null"];
 
 /// Precompiles the shipped adapters in `guest_dir` into `out_dir`: per adapter,
-/// `NAME.cwasm` (the artifact) and `NAME.sha256` (the component's digest, hex).
+/// `NAME.cwasm` (the artifact), `NAME.sha256` (the component's digest, hex) and
+/// `NAME.cwasm.sha256` (the artifact's).
 /// A cross build writes empty artifacts: the runtime compiles those adapters
 /// once, as it would any other.
 fn precompile(guest_dir: &Path, out_dir: &Path) {
@@ -39,12 +40,16 @@ fn precompile(guest_dir: &Path, out_dir: &Path) {
             }
             None => Vec::new(),
         };
-        let digest = Sha256::digest(&wasm).iter().fold(String::new(), |mut hex, b| {
-            let _ = write!(hex, "{b:02x}");
-            hex
-        });
+        let hex = |bytes: &[u8]| {
+            Sha256::digest(bytes).iter().fold(String::new(), |mut hex, b| {
+                let _ = write!(hex, "{b:02x}");
+                hex
+            })
+        };
+        std::fs::write(out_dir.join(format!("{name}.sha256")), hex(&wasm)).expect("writing an adapter digest");
+        std::fs::write(out_dir.join(format!("{name}.cwasm.sha256")), hex(&artifact))
+            .expect("writing an artifact digest");
         std::fs::write(out_dir.join(format!("{name}.cwasm")), artifact).expect("writing a precompiled adapter");
-        std::fs::write(out_dir.join(format!("{name}.sha256")), digest).expect("writing an adapter digest");
     }
     println!("cargo:rustc-env=STOWAGE_PRECOMPILED_DIR={}", out_dir.display());
 }

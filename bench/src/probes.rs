@@ -146,7 +146,7 @@ pub async fn run_probe(row: &str, kind: ProbeKind, base: &Path, cache_dir: &Path
             }
             result.metrics.insert(if cold { key::P_RSS_COLD } else { key::P_RSS_WARM }.into(), rss);
             if cold && matches!(spec, RowSpec::Stowage(_)) {
-                result.metrics.insert(key::P_COMPILED_BYTES.into(), bytes_under(cache_dir)? as f64);
+                result.metrics.insert(key::P_COMPILED_BYTES.into(), compiled_bytes(cache_dir)? as f64);
             }
         }
         (RowSpec::Stowage(stowage), ProbeKind::CallCost) => {
@@ -264,6 +264,21 @@ async fn call_cost(row: &StowageRow, dir: &Path, cache_dir: &Path, out: &mut Run
     Ok(())
 }
 
+/// Bytes of adapters the run compiled into `dir`: everything but the copies of
+/// shipped artifacts (`shipped-*.cwasm`), which the host maps instead of
+/// copying out of its binary and never compiles.
+fn compiled_bytes(dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).map_err(|e| BenchError::io(dir, e))? {
+        let entry = entry.map_err(|e| BenchError::io(dir, e))?;
+        if !entry.file_name().to_string_lossy().starts_with("shipped-") {
+            let meta = entry.metadata().map_err(|e| BenchError::io(entry.path(), e))?;
+            total += if meta.is_dir() { bytes_under(&entry.path())? } else { meta.len() };
+        }
+    }
+    Ok(total)
+}
+
 fn is_empty_dir(dir: &Path) -> Result<bool> {
     match std::fs::read_dir(dir) {
         Ok(mut entries) => Ok(entries.next().is_none()),
@@ -309,8 +324,13 @@ mod tests {
         let cold = run_probe("stowage-null", ProbeKind::FirstAppendCold, base.path(), &cache, 0).await.unwrap();
         assert!(cold.metrics[key::P_COLD_OPEN] > 0.0);
         // A shipped adapter runs from the artifact precompiled into the binary: the
-        // compiled cache stays empty, so a second cold probe finds it still empty.
+        // compiled cache holds nothing compiled, only that artifact's copy to map.
         assert_eq!(cold.metrics[key::P_COMPILED_BYTES], 0.0);
+        let names: Vec<String> = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.len() == 1 && names[0].starts_with("shipped-"), "{names:?}");
         let cost = run_probe("stowage-null", ProbeKind::CallCost, base.path(), &cache, 0).await.unwrap();
         assert!(cost.metrics[key::P_TINY_MEDIAN] > 0.0 && cost.metrics[key::P_INFO_MEDIAN] > 0.0);
         std::fs::write(cache.join("stale"), b"x").unwrap();

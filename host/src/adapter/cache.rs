@@ -7,6 +7,18 @@
 //! directory is created owner-only and refused when anyone else may write to it
 //! (or when it is not owned by this user), and each file carries a header with the
 //! SHA-256 of the artifact, checked before use. The in-memory map is bounded.
+//!
+//! A shipped adapter's artifact is embedded in the binary. Deserialising it from
+//! there copies all of it (1.1 MB for `sqlite`) into memory of its own and reads
+//! every page of the binary that holds it: ~2 MiB of a store's resident memory.
+//! With a cache directory, the host writes the artifact there once
+//! (`shipped-<its SHA-256>.cwasm`, atomically) and maps that file instead, so
+//! only the pages an adapter runs are resident, and shared with the page cache.
+//! That file has no checksum header: it is loaded like the binary's own code
+//! pages, which have none either. It is a plain file of this user in the
+//! owner-only directory, of the embedded artifact's exact length, written by a
+//! host and never changed in place; anything else, or a file wasmtime refuses,
+//! is removed and the embedded copy used.
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -20,6 +32,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use crate::config::Precompiled;
 use crate::error::LoadError;
 use crate::util::hex;
 
@@ -129,17 +142,20 @@ impl ComponentCache {
         wasm: &[u8],
         digest: &str,
         what: &str,
-        precompiled: Option<&'static [u8]>,
+        precompiled: Option<Precompiled>,
     ) -> Result<Component, LoadError> {
         if let Some(component) = self.memory.lock().ok().and_then(|mut m| m.get(digest)) {
             return Ok(component);
         }
-        let shipped = precompiled.filter(|artifact| !artifact.is_empty()).and_then(|artifact| {
+        let shipped = precompiled.filter(|shipped| !shipped.artifact.is_empty()).and_then(|shipped| {
+            if let Some(component) = self.mapped(engine, shipped, what) {
+                return Some(component);
+            }
             // SAFETY: the artifact was compiled by this crate's build script, with
             // the same wasmtime and engine settings, and is embedded in this
             // binary: it is trusted machine code. wasmtime still checks that it
             // matches this engine.
-            match unsafe { Component::deserialize(engine, artifact) } {
+            match unsafe { Component::deserialize(engine, shipped.artifact) } {
                 Ok(component) => Some(component),
                 Err(e) => {
                     tracing::warn!(adapter = %what, error = %e, "the precompiled adapter does not fit this engine; compiling it");
@@ -172,6 +188,48 @@ impl ComponentCache {
     }
 }
 
+impl ComponentCache {
+    /// The shipped artifact mapped from its copy in the cache directory (written
+    /// first if missing); `None` without a directory or when that fails.
+    fn mapped(&self, engine: &Engine, shipped: Precompiled, what: &str) -> Option<Component> {
+        let dir = self.dir.as_ref()?;
+        let path = dir.join(format!("shipped-{}.cwasm", shipped.artifact_digest.trim()));
+        let len = shipped.artifact.len() as u64;
+        let me = rustix::process::geteuid().as_raw();
+        let fits = |meta: &std::fs::Metadata| meta.is_file() && meta.len() == len && meta.uid() == me;
+        let write = || {
+            write_file(&path, &[shipped.artifact])
+                .inspect_err(
+                    |reason| tracing::warn!(path = %path.display(), %reason, "could not cache the shipped artifact"),
+                )
+                .is_ok()
+        };
+        let present = match std::fs::symlink_metadata(&path) {
+            Ok(meta) if fits(&meta) => true,
+            Ok(_) => {
+                tracing::warn!(path = %path.display(), "replacing a cache file that is not the shipped artifact");
+                std::fs::remove_file(&path).is_ok() && write()
+            }
+            Err(_) => write(),
+        };
+        if !present {
+            return None;
+        }
+        // SAFETY: the file is a copy of the artifact embedded in this binary (see
+        // the module docs: this user's plain file of its exact length, in the
+        // owner-only cache directory, written whole and renamed into place, never
+        // changed in place). wasmtime checks that it matches this engine.
+        match unsafe { Component::deserialize_file(engine, &path) } {
+            Ok(component) => Some(component),
+            Err(e) => {
+                tracing::warn!(adapter = %what, path = %path.display(), error = %e, "discarding a cached shipped artifact");
+                let _ = std::fs::remove_file(&path);
+                None
+            }
+        }
+    }
+}
+
 fn read_artifact(engine: &Engine, path: &Path) -> Option<Component> {
     let bytes = std::fs::read(path).ok()?;
     let valid = bytes.len() > HEADER_LEN
@@ -198,13 +256,19 @@ fn read_artifact(engine: &Engine, path: &Path) -> Option<Component> {
 
 fn write_artifact(path: &Path, component: &Component) -> Result<(), String> {
     let artifact = component.serialize().map_err(|e| e.to_string())?;
+    write_file(path, &[HEADER_MAGIC, &Sha256::digest(&artifact), &artifact])
+}
+
+/// Writes `parts` to `path` owner-only and whole: into a new temporary file,
+/// flushed, then renamed into place (a reader sees the old file or all of the new).
+fn write_file(path: &Path, parts: &[&[u8]]) -> Result<(), String> {
     let dir = path.parent().ok_or("cache path has no directory")?;
     let tmp = dir.join(format!(".tmp-{}-{}", std::process::id(), uuid::Uuid::now_v7().simple()));
     let result = (|| {
         let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
-        file.write_all(HEADER_MAGIC)?;
-        file.write_all(&Sha256::digest(&artifact))?;
-        file.write_all(&artifact)?;
+        for part in parts {
+            file.write_all(part)?;
+        }
         file.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
@@ -234,6 +298,39 @@ mod tests {
         Ok(())
     }
 
+    /// With a cache directory, a shipped artifact is written there once and
+    /// mapped; a file of another length or one wasmtime refuses is replaced.
+    #[test]
+    fn a_shipped_artifact_is_mapped_from_its_cached_copy() -> Result<(), Box<dyn std::error::Error>> {
+        use crate::config::{Builtin, RuntimeConfig};
+        let (engine, _) = crate::adapter::engine::build(&RuntimeConfig::default())?;
+        let dir = tempfile::tempdir()?;
+        let shipped = Builtin::Null.precompiled();
+        let copy = dir.path().join(format!("shipped-{}.cwasm", shipped.artifact_digest.trim()));
+        let load = || -> Result<(), Box<dyn std::error::Error>> {
+            let cache = ComponentCache::new(&engine, Some(dir.path().to_path_buf()), 8)?;
+            cache.get(&engine, Builtin::Null.wasm(), shipped.digest, "null", Some(shipped))?;
+            assert_eq!(cache.compiled(), 0, "never compiled");
+            Ok(())
+        };
+        load()?;
+        assert_eq!(std::fs::read(&copy)?, shipped.artifact, "the copy is the embedded artifact");
+        let mode = std::fs::metadata(&copy)?.permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "owner-only");
+        load()?;
+        for damage in [b"short".to_vec(), vec![0x5a; shipped.artifact.len()]] {
+            std::fs::write(&copy, &damage)?;
+            load()?;
+            let now = std::fs::read(&copy).unwrap_or_default();
+            assert!(now.is_empty() || now == shipped.artifact, "a damaged copy is not kept");
+        }
+        load()?;
+        assert_eq!(std::fs::read(&copy)?, shipped.artifact, "written again when missing");
+        let names: Vec<_> = std::fs::read_dir(dir.path())?.collect::<Result<_, _>>()?;
+        assert_eq!(names.len(), 1, "no temporary file left behind");
+        Ok(())
+    }
+
     #[test]
     fn shipped_adapters_load_precompiled_and_others_compile_once() -> Result<(), Box<dyn std::error::Error>> {
         use crate::config::{Builtin, RuntimeConfig};
@@ -244,7 +341,7 @@ mod tests {
             let shipped = builtin.precompiled();
             assert_eq!(shipped.digest, digest(builtin.wasm()), "the build's digest of {}", builtin.name());
             assert!(!shipped.artifact.is_empty(), "{} is precompiled", builtin.name());
-            cache.get(&engine, builtin.wasm(), shipped.digest, builtin.name(), Some(shipped.artifact))?;
+            cache.get(&engine, builtin.wasm(), shipped.digest, builtin.name(), Some(shipped))?;
         }
         assert_eq!(cache.compiled(), 0, "no shipped adapter is compiled at run time");
         let null = Builtin::Null.wasm();

@@ -69,9 +69,9 @@ impl Wasm {
         }
     }
 
-    fn precompiled(&self) -> Option<&'static [u8]> {
+    fn precompiled(&self) -> Option<Precompiled> {
         match self {
-            Wasm::Shipped { precompiled, .. } => Some(precompiled.artifact),
+            Wasm::Shipped { precompiled, .. } => Some(*precompiled),
             Wasm::Other(_) => None,
         }
     }

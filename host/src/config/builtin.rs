@@ -15,6 +15,8 @@ pub struct Precompiled {
     /// The component compiled by the build script's engine (same wasmtime, same
     /// settings as the runtime's); empty when the build could not precompile.
     pub artifact: &'static [u8],
+    /// SHA-256 of `artifact`, hex: the name of its copy in a compiled cache.
+    pub artifact_digest: &'static str,
 }
 
 /// A built-in adapter.
@@ -60,6 +62,12 @@ impl Builtin {
                 Precompiled {
                     digest: include_str!(concat!(env!("STOWAGE_PRECOMPILED_DIR"), "/", $name, ".sha256")),
                     artifact: include_bytes!(concat!(env!("STOWAGE_PRECOMPILED_DIR"), "/", $name, ".cwasm")),
+                    artifact_digest: include_str!(concat!(
+                        env!("STOWAGE_PRECOMPILED_DIR"),
+                        "/",
+                        $name,
+                        ".cwasm.sha256"
+                    )),
                 }
             };
         }
