@@ -21,8 +21,9 @@ use crate::error::Error;
 /// Process-wide settings: one [`Runtime`](crate::Runtime) owns one wasmtime engine.
 #[derive(Clone, Debug)]
 pub struct RuntimeConfig {
-    /// Where compiled adapters are cached; `None` disables the on-disk cache. The
-    /// directory is created owner-only; one that another user can write is refused.
+    /// Where compiled adapters are cached, and shipped artifacts copied to be
+    /// mapped; `None` disables the on-disk cache. The directory is created
+    /// owner-only; one that another user can write is refused.
     pub cache_dir: Option<PathBuf>,
     /// How often the epoch ticker advances (the granularity of call deadlines).
     pub epoch_tick: Duration,

@@ -9,8 +9,9 @@
 //! - `host`: the WIT `sql` host implementation for each contract version, and its
 //!   linker wiring.
 //! - `sqlite`: opening and hardening a SQLite connection; `durability` (group
-//!   commit), `checkpoint` and `prefill` (WAL space written ahead, so flushes do
-//!   not write the inode): a SQLite file's flushes and WAL upkeep; `identity`:
+//!   commit), `checkpoint` and `prefill` (WAL space written ahead, so commits
+//!   overwrite it instead of growing the file): a SQLite file's flushes and WAL
+//!   upkeep; `identity`:
 //!   which file the WAL path names, asked without reading its timestamps.
 //! - `postgres`: a PostgreSQL server (`sql = { url = … }`): a pool per store,
 //!   connections pinned for a transaction.
