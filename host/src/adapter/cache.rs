@@ -8,17 +8,8 @@
 //! (or when it is not owned by this user), and each file carries a header with the
 //! SHA-256 of the artifact, checked before use. The in-memory map is bounded.
 //!
-//! A shipped adapter's artifact is embedded in the binary. Deserialising it from
-//! there copies all of it (1.1 MB for `sqlite`) into memory of its own and reads
-//! every page of the binary that holds it: ~2 MiB of a store's resident memory.
-//! With a cache directory, the host writes the artifact there once
-//! (`shipped-<its SHA-256>.cwasm`, atomically) and maps that file instead, so
-//! only the pages an adapter runs are resident, and shared with the page cache.
-//! That file has no checksum header: it is loaded like the binary's own code
-//! pages, which have none either. It is a plain file of this user in the
-//! owner-only directory, of the embedded artifact's exact length, written by a
-//! host and never changed in place; anything else, or a file wasmtime refuses,
-//! is removed and the embedded copy used.
+//! A shipped adapter's precompiled artifact is mapped from a checked copy in the
+//! cache directory when there is one ([`shipped`]).
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -34,6 +25,8 @@ use wasmtime::component::Component;
 
 use crate::config::Precompiled;
 use crate::error::LoadError;
+
+mod shipped;
 use crate::util::hex;
 
 const HEADER_MAGIC: &[u8; 8] = b"STOWCWA1";
@@ -147,15 +140,16 @@ impl ComponentCache {
         if let Some(component) = self.memory.lock().ok().and_then(|mut m| m.get(digest)) {
             return Ok(component);
         }
-        let shipped = precompiled.filter(|shipped| !shipped.artifact.is_empty()).and_then(|shipped| {
-            if let Some(component) = self.mapped(engine, shipped, what) {
-                return Some(component);
+        let shipped = precompiled.filter(|built| !built.artifact.is_empty()).and_then(|built| {
+            let mapped = self.dir.as_ref().and_then(|dir| shipped::mapped(engine, dir, &self.compat, built, what));
+            if mapped.is_some() {
+                return mapped;
             }
             // SAFETY: the artifact was compiled by this crate's build script, with
             // the same wasmtime and engine settings, and is embedded in this
             // binary: it is trusted machine code. wasmtime still checks that it
             // matches this engine.
-            match unsafe { Component::deserialize(engine, shipped.artifact) } {
+            match unsafe { Component::deserialize(engine, built.artifact) } {
                 Ok(component) => Some(component),
                 Err(e) => {
                     tracing::warn!(adapter = %what, error = %e, "the precompiled adapter does not fit this engine; compiling it");
@@ -185,48 +179,6 @@ impl ComponentCache {
             memory.insert(digest, component.clone());
         }
         Ok(component)
-    }
-}
-
-impl ComponentCache {
-    /// The shipped artifact mapped from its copy in the cache directory (written
-    /// first if missing); `None` without a directory or when that fails.
-    fn mapped(&self, engine: &Engine, shipped: Precompiled, what: &str) -> Option<Component> {
-        let dir = self.dir.as_ref()?;
-        let path = dir.join(format!("shipped-{}.cwasm", shipped.artifact_digest.trim()));
-        let len = shipped.artifact.len() as u64;
-        let me = rustix::process::geteuid().as_raw();
-        let fits = |meta: &std::fs::Metadata| meta.is_file() && meta.len() == len && meta.uid() == me;
-        let write = || {
-            write_file(&path, &[shipped.artifact])
-                .inspect_err(
-                    |reason| tracing::warn!(path = %path.display(), %reason, "could not cache the shipped artifact"),
-                )
-                .is_ok()
-        };
-        let present = match std::fs::symlink_metadata(&path) {
-            Ok(meta) if fits(&meta) => true,
-            Ok(_) => {
-                tracing::warn!(path = %path.display(), "replacing a cache file that is not the shipped artifact");
-                std::fs::remove_file(&path).is_ok() && write()
-            }
-            Err(_) => write(),
-        };
-        if !present {
-            return None;
-        }
-        // SAFETY: the file is a copy of the artifact embedded in this binary (see
-        // the module docs: this user's plain file of its exact length, in the
-        // owner-only cache directory, written whole and renamed into place, never
-        // changed in place). wasmtime checks that it matches this engine.
-        match unsafe { Component::deserialize_file(engine, &path) } {
-            Ok(component) => Some(component),
-            Err(e) => {
-                tracing::warn!(adapter = %what, path = %path.display(), error = %e, "discarding a cached shipped artifact");
-                let _ = std::fs::remove_file(&path);
-                None
-            }
-        }
     }
 }
 
@@ -299,34 +251,44 @@ mod tests {
     }
 
     /// With a cache directory, a shipped artifact is written there once and
-    /// mapped; a file of another length or one wasmtime refuses is replaced.
+    /// mapped; a copy that is not exactly the artifact is replaced.
     #[test]
-    fn a_shipped_artifact_is_mapped_from_its_cached_copy() -> Result<(), Box<dyn std::error::Error>> {
+    fn a_shipped_artifact_is_mapped_from_its_checked_copy() -> Result<(), Box<dyn std::error::Error>> {
         use crate::config::{Builtin, RuntimeConfig};
         let (engine, _) = crate::adapter::engine::build(&RuntimeConfig::default())?;
         let dir = tempfile::tempdir()?;
+        let cache_dir = dir.path().join("cache");
         let shipped = Builtin::Null.precompiled();
-        let copy = dir.path().join(format!("shipped-{}.cwasm", shipped.artifact_digest.trim()));
-        let load = || -> Result<(), Box<dyn std::error::Error>> {
-            let cache = ComponentCache::new(&engine, Some(dir.path().to_path_buf()), 8)?;
+        let load = || -> Result<ComponentCache, Box<dyn std::error::Error>> {
+            let cache = ComponentCache::new(&engine, Some(cache_dir.clone()), 8)?;
             cache.get(&engine, Builtin::Null.wasm(), shipped.digest, "null", Some(shipped))?;
             assert_eq!(cache.compiled(), 0, "never compiled");
-            Ok(())
+            Ok(cache)
         };
-        load()?;
+        let cache = load()?;
+        let copy = shipped::path(&cache_dir, &shipped, &cache.compat);
         assert_eq!(std::fs::read(&copy)?, shipped.artifact, "the copy is the embedded artifact");
-        let mode = std::fs::metadata(&copy)?.permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600, "owner-only");
+        assert_eq!(std::fs::metadata(&copy)?.permissions().mode() & 0o777, 0o600, "owner-only");
         load()?;
-        for damage in [b"short".to_vec(), vec![0x5a; shipped.artifact.len()]] {
-            std::fs::write(&copy, &damage)?;
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, b"not to be touched")?;
+        let mut flipped = shipped.artifact.to_vec();
+        flipped[shipped.artifact.len() / 2] ^= 1;
+        for damage in ["short", "flipped", "link", "missing"] {
+            let _ = std::fs::remove_file(&copy);
+            match damage {
+                "short" => std::fs::write(&copy, b"short")?,
+                "flipped" => std::fs::write(&copy, &flipped)?,
+                "link" => std::os::unix::fs::symlink(&elsewhere, &copy)?,
+                _ => {}
+            }
             load()?;
-            let now = std::fs::read(&copy).unwrap_or_default();
-            assert!(now.is_empty() || now == shipped.artifact, "a damaged copy is not kept");
+            let meta = std::fs::symlink_metadata(&copy)?;
+            assert!(meta.is_file(), "{damage}: a plain file again");
+            assert_eq!(std::fs::read(&copy)?, shipped.artifact, "{damage}: the artifact again");
         }
-        load()?;
-        assert_eq!(std::fs::read(&copy)?, shipped.artifact, "written again when missing");
-        let names: Vec<_> = std::fs::read_dir(dir.path())?.collect::<Result<_, _>>()?;
+        assert_eq!(std::fs::read(&elsewhere)?, b"not to be touched");
+        let names: Vec<_> = std::fs::read_dir(&cache_dir)?.collect::<Result<_, _>>()?;
         assert_eq!(names.len(), 1, "no temporary file left behind");
         Ok(())
     }

@@ -97,20 +97,23 @@ impl Protector {
     }
 
     /// The key state, re-read from its source if it lacks key `id` (at most once
-    /// per [`RELOAD_INTERVAL`]).
+    /// per [`RELOAD_INTERVAL`]). The reload runs holding the rate limit's lock, so
+    /// a thread that needs the same key meanwhile (the records of one page are
+    /// checked on several threads) waits for it and then finds the key, instead
+    /// of being refused within the interval.
     fn state_with(&self, id: u32) -> Arc<KeyState> {
         let state = self.state();
         if state.keys.get(id).is_some() {
             return state;
         }
         let Some(reload) = &self.reload else { return state };
-        {
-            let mut last = self.last_reload.lock().unwrap_or_else(PoisonError::into_inner);
-            if last.is_some_and(|at| at.elapsed() < self.reload_interval) {
-                return self.state();
-            }
-            *last = Some(Instant::now());
+        let mut last = self.last_reload.lock().unwrap_or_else(PoisonError::into_inner);
+        // Reloaded by another thread while this one waited for the lock?
+        let state = self.state();
+        if state.keys.get(id).is_some() || last.is_some_and(|at| at.elapsed() < self.reload_interval) {
+            return state;
         }
+        *last = Some(Instant::now());
         match reload() {
             // Keys are only ever added: a reloaded ring missing one we hold is
             // not taken (it would make records we wrote unreadable).
@@ -287,6 +290,28 @@ mod tests {
         let first = stubborn.tag(&binding, b"x");
         assert!(matches!(stubborn.verify(&tag, &binding, b"x", true), Verdict::Refused(_)));
         assert_eq!(stubborn.verify(&first, &binding, b"x", true), Verdict::Verified, "own keys kept");
+        Ok(())
+    }
+
+    /// Threads that need a key rotated elsewhere at the same time all find it:
+    /// the ones that arrive during the reload wait for it.
+    #[test]
+    fn concurrent_checks_needing_a_rotated_key_all_see_it() -> Result<(), String> {
+        let keys = Keyring::generate()?;
+        let mut rotated = keys.clone();
+        rotated.rotate()?;
+        let writer = Protector::new(Integrity::default(), rotated.clone());
+        let reader = Protector::new(Integrity::default(), keys).with_reload(Box::new(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            Ok(rotated.clone())
+        }));
+        let binding = bindings::meta(&Scope::new("t", "u"), "c", 1);
+        let tag = writer.tag(&binding, b"x");
+        let verdicts: Vec<Verdict> = std::thread::scope(|s| {
+            let checks: Vec<_> = (0..4).map(|_| s.spawn(|| reader.verify(&tag, &binding, b"x", true))).collect();
+            checks.into_iter().map(|check| check.join().unwrap_or(Verdict::Refused("panicked".into()))).collect()
+        });
+        assert!(verdicts.iter().all(|v| *v == Verdict::Verified), "{verdicts:?}");
         Ok(())
     }
 

@@ -16,6 +16,9 @@ use std::sync::OnceLock;
 /// to check, next to which a late start is noise.
 pub const MIN_ITEMS: usize = 256;
 
+/// The fewest items a share of the work gets.
+const MIN_SHARE: usize = 128;
+
 /// The pool, one thread per core; `None` when there is one core or the pool
 /// could not be started (then everything runs on the caller's thread).
 fn pool() -> Option<&'static rayon::ThreadPool> {
@@ -45,7 +48,10 @@ pub fn map<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R>
     let Some(pool) = pool().filter(|_| items.len() >= MIN_ITEMS) else {
         return items.into_iter().map(f).collect();
     };
-    let share = items.len().div_ceil(pool.current_num_threads().max(1));
+    // At least MIN_SHARE items a share: on a host with many cores, tiny shares
+    // would make the caller wait for many thread wake-ups.
+    let shares = pool.current_num_threads().min(items.len() / MIN_SHARE).max(1);
+    let share = items.len().div_ceil(shares);
     let mut shares: Vec<Vec<T>> = Vec::new();
     let mut rest = items;
     while rest.len() > share {

@@ -39,7 +39,7 @@ pub const FIRST_FRAMES: u64 = 256;
 
 /// The WAL is prefilled in chunks of this many frames (4 MiB at 4 KiB pages),
 /// starting when a commit leaves less than half a chunk of room. Each prefill
-/// makes the commit that comes next wait (for the write turn, and then for its
+/// makes the commit that comes next wait (for the write turn, and at FULL for its
 /// flush, which writes the zeros too): a few big chunks delay a few calls, where
 /// small ones would delay many (phase A: p99 3× higher with 1 MiB chunks).
 pub const CHUNK_FRAMES: u64 = 1024;
@@ -142,7 +142,7 @@ impl Prefiller {
     }
 
     /// After a commit that left `frames` frames in the WAL the host flushes as
-    /// `wal` (`None` before its first flush): starts a prefill on a blocking task
+    /// `wal` (`None` when not known yet): starts a prefill on a blocking task
     /// when the commits come within half a chunk of the end of the room written
     /// ahead, so that they overwrite zeros instead of growing the file. Room
     /// measured on another file (the WAL was deleted and made anew) counts as none.
@@ -162,7 +162,15 @@ impl Prefiller {
             let _running = running;
             let writers = me.writers.as_ref();
             match prefill(&me.db, &me.wal, target(frames), me.flush, writers, me.busy_timeout) {
-                Ok(Some(measured)) => *me.room() = Some(measured),
+                Ok(Some(measured)) => {
+                    *me.room() = Some(measured);
+                    if !me.flush {
+                        // Unflushed commits look the WAL up only when its frame
+                        // count goes down; a WAL made anew without that happening
+                        // is the file measured here.
+                        me.seen.lock().unwrap_or_else(PoisonError::into_inner).1 = Some(measured.0);
+                    }
+                }
                 Ok(None) => {}
                 Err(error) => {
                     tracing::warn!(db = %me.db.display(), %error, "WAL prefill failed; retried half a chunk later");
