@@ -23,8 +23,8 @@ use sha2::{Digest, Sha256};
 const SHIPPED: [&str; 3] = ["sqlite", "filesystem", "null"];
 
 /// Precompiles the shipped adapters in `guest_dir` into `out_dir`: per adapter,
-/// `NAME.cwasm` (the artifact), `NAME.sha256` (the component's digest, hex) and
-/// `NAME.cwasm.sha256` (the artifact's).
+/// `NAME.cwasm` (the artifact), `NAME.sha256` (the component's SHA-256, hex) and
+/// `NAME.cwasm.blake3` (the artifact's BLAKE3, hex).
 /// A cross build writes empty artifacts: the runtime compiles those adapters
 /// once, as it would any other.
 fn precompile(guest_dir: &Path, out_dir: &Path) {
@@ -40,14 +40,12 @@ fn precompile(guest_dir: &Path, out_dir: &Path) {
             }
             None => Vec::new(),
         };
-        let hex = |bytes: &[u8]| {
-            Sha256::digest(bytes).iter().fold(String::new(), |mut hex, b| {
-                let _ = write!(hex, "{b:02x}");
-                hex
-            })
-        };
-        std::fs::write(out_dir.join(format!("{name}.sha256")), hex(&wasm)).expect("writing an adapter digest");
-        std::fs::write(out_dir.join(format!("{name}.cwasm.sha256")), hex(&artifact))
+        let sha256 = Sha256::digest(&wasm).iter().fold(String::new(), |mut hex, b| {
+            let _ = write!(hex, "{b:02x}");
+            hex
+        });
+        std::fs::write(out_dir.join(format!("{name}.sha256")), sha256).expect("writing an adapter digest");
+        std::fs::write(out_dir.join(format!("{name}.cwasm.blake3")), blake3::hash(&artifact).to_hex().as_str())
             .expect("writing an artifact digest");
         std::fs::write(out_dir.join(format!("{name}.cwasm")), artifact).expect("writing a precompiled adapter");
     }

@@ -3,15 +3,16 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::adapter::cache::ComponentCache;
 use crate::adapter::client::Client;
 use crate::adapter::engine::{self, Allocator};
 use crate::adapter::loader::{self, AdapterImage, Loader};
 use crate::adapter::wasm::{Setup, WasmBackend};
-use crate::capability::sql::PostgresSettings;
-use crate::capability::{self, Grants, ImportNeed};
-use crate::config::{AdapterSource, RuntimeConfig, StoreConfig};
+use crate::capability::sql::{PostgresSettings, SqlDatabase};
+use crate::capability::{self, Capability, Grants, ImportNeed};
+use crate::config::{AdapterSource, Isolation, RuntimeConfig, StoreConfig};
 use crate::error::{Error, LoadError};
 use crate::integrity::Protector;
 use crate::integrity::source::{self, Rotation};
@@ -150,7 +151,43 @@ impl Runtime {
     /// creates its keys, and starts one warm instance.
     pub async fn open_store(&self, config: StoreConfig) -> Result<Store, Error> {
         config.validate(&self.inner.config)?;
-        let image = Arc::new(self.load_image(&config.adapter, config.grants).await?);
+        // The adapter loads (its artifact checked, deserialised) while the data
+        // directory, the keyring and a local SQLite file are made ready: mostly
+        // CPU on one side, mostly flushes on the other.
+        let (data_dir, keys) = (config.data_dir.clone(), config.keys.clone());
+        let local_sql = (config.isolation == Isolation::Shared
+            && config.grants.contains(Capability::Sql)
+            && config.sql.url.is_none())
+        .then(|| (config.limits.clone(), config.sql_sync));
+        let prepared = blocking(move || {
+            let layout = Layout::prepare(&data_dir)?;
+            // The keyring's flushes and the database file's overlap too.
+            let (keyring, sql_local) = std::thread::scope(|scope| {
+                let sql_local = local_sql.map(|(limits, sync)| {
+                    let path = layout.sql_path();
+                    scope.spawn(move || {
+                        let db = SqlDatabase::sqlite(
+                            path,
+                            limits.max_sql_result_bytes,
+                            Duration::from_millis(limits.sql_busy_timeout_ms),
+                            sync,
+                        );
+                        db.open_ahead();
+                        Arc::new(db)
+                    })
+                });
+                let keyring = source::load(&keys, &layout.private_dir())
+                    .map_err(|e| Error::Config(format!("integrity keys: {e}")))?;
+                match sql_local.map(|opening| opening.join()).transpose() {
+                    Ok(db) => Ok((keyring, db)),
+                    Err(_) => Err(Error::Internal("opening the database ahead panicked".into())),
+                }
+            })?;
+            Ok((layout, keyring, sql_local))
+        });
+        let (image, (layout, keyring, sql_local)) =
+            tokio::try_join!(self.load_image(&config.adapter, config.grants), prepared)?;
+        let image = Arc::new(image);
         let sql_server = capability::sql::server_database(&config, image.version)?;
         if image.version < ContractVersion::V0_2 && config.integrity.seal {
             return Err(Error::Load(LoadError::ContractTooOld {
@@ -159,15 +196,7 @@ impl Runtime {
                 needs: "keep sealed records (seal = true)".into(),
             }));
         }
-        let (data_dir, keys) = (config.data_dir.clone(), config.keys.clone());
         let reload_source = config.keys.clone();
-        let (layout, keyring) = blocking(move || {
-            let layout = Layout::prepare(&data_dir)?;
-            let keyring = source::load(&keys, &layout.private_dir())
-                .map_err(|e| Error::Config(format!("integrity keys: {e}")))?;
-            Ok((layout, keyring))
-        })
-        .await?;
         let reload = source::reloader(&reload_source, &layout.private_dir());
         let setup = Setup {
             store: config.name.clone(),
@@ -179,6 +208,7 @@ impl Runtime {
             inline_calls: self.inner.config.inline_calls,
             sql_sync: config.sql_sync,
             sql_server,
+            sql_local,
             #[cfg(feature = "fault-injection")]
             power_loss: config.power_loss.clone(),
         };

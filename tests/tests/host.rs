@@ -235,3 +235,34 @@ async fn bad_store_configuration_is_refused() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_sqlite_store_is_whole_on_disk_when_open_returns() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let data = dir.path().join("data");
+    let config = StoreConfig::builtin(Builtin::Sqlite, &data);
+    // Two handles opening the same new store at once (two hosts, say): one
+    // database file is made, and both use it.
+    let runtime = shared_runtime()?;
+    let (one, other) = tokio::join!(runtime.open_store(config.clone()), runtime.open_store(config));
+    let (one, other) = (one?, other?);
+    let db = stowage::sql_database_path(&data);
+    let header = std::fs::read(&db).context("no database file after open")?;
+    ensure!(
+        header.len() >= 100 && header.starts_with(b"SQLite format 3\0") && header[18] == 2 && header[19] == 2,
+        "the database is not in WAL mode before the first call"
+    );
+    let scope = Scope::new("t", "u");
+    one.append_creating(&scope, "c", ConversationMeta::default(), vec![message("a")]).await?;
+    ensure!(other.load_all(&scope, "c").await?.len() == 1, "the other handle reads another database");
+    one.close().await;
+    other.close().await;
+    let private = db.parent().context("the database has no directory")?;
+    let left: Vec<String> = std::fs::read_dir(private)?
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".new"))
+        .collect();
+    ensure!(left.is_empty(), "temporary database files were left: {left:?}");
+    Ok(())
+}

@@ -15,7 +15,8 @@ pub struct Precompiled {
     /// The component compiled by the build script's engine (same wasmtime, same
     /// settings as the runtime's); empty when the build could not precompile.
     pub artifact: &'static [u8],
-    /// SHA-256 of `artifact`, hex: the name of its copy in a compiled cache.
+    /// BLAKE3 of `artifact`, hex: what its copy in a compiled cache is checked
+    /// against, and that copy's name.
     pub artifact_digest: &'static str,
 }
 
@@ -66,7 +67,7 @@ impl Builtin {
                         env!("STOWAGE_PRECOMPILED_DIR"),
                         "/",
                         $name,
-                        ".cwasm.sha256"
+                        ".cwasm.blake3"
                     )),
                 }
             };

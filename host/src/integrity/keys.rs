@@ -10,6 +10,8 @@ use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use rustix::fs::{CWD, RenameFlags};
+
 use crate::util::hex;
 
 /// The file generated keys live in, inside the host-private directory.
@@ -114,32 +116,53 @@ impl Keyring {
         Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// Writes the keyring to `path` atomically, owner-only.
+    /// Writes the keyring to `path` atomically, owner-only, replacing the file
+    /// there.
     pub fn write(&self, path: &Path) -> Result<(), String> {
+        self.put(path, true).map(drop)
+    }
+
+    /// Writes the keyring to `path` atomically, owner-only: through a temporary
+    /// file of a name no other writer uses, flushed, then renamed into place
+    /// (without `replace`, only if nothing is there: `false` when another writer
+    /// got there first) and the directory flushed.
+    fn put(&self, path: &Path, replace: bool) -> Result<bool, String> {
         let dir = path.parent().ok_or("a key file needs a directory")?;
-        let tmp = dir.join(format!(".{KEY_FILE}.{}.tmp", std::process::id()));
-        let result = (|| -> std::io::Result<()> {
+        let mut nonce = [0u8; 8];
+        getrandom::fill(&mut nonce).map_err(|e| format!("no randomness for a file name: {e}"))?;
+        let tmp = dir.join(format!(".{KEY_FILE}.{}.{}.tmp", std::process::id(), hex::encode(&nonce)));
+        let result = (|| -> std::io::Result<bool> {
             let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
             file.write_all(self.render().as_bytes())?;
             file.sync_all()?;
-            std::fs::rename(&tmp, path)?;
-            std::fs::File::open(dir)?.sync_all()
+            if replace {
+                std::fs::rename(&tmp, path)?;
+            } else {
+                match rustix::fs::renameat_with(CWD, &tmp, CWD, path, RenameFlags::NOREPLACE) {
+                    Ok(()) => {}
+                    Err(rustix::io::Errno::EXIST) => return Ok(false),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            std::fs::File::open(dir)?.sync_all()?;
+            Ok(true)
         })();
-        if result.is_err() {
+        if !matches!(result, Ok(true)) {
             let _ = std::fs::remove_file(&tmp);
         }
         result.map_err(|e| format!("writing {}: {e}", path.display()))
     }
 
-    /// The keyring of a host-private directory, generated on first use.
+    /// The keyring of a host-private directory, generated on first use. Hosts
+    /// that start a store at the same moment all end up with the one keyring
+    /// that reached the disk first.
     pub fn load_or_generate(private_dir: &Path) -> Result<(Self, PathBuf), String> {
         let path = private_dir.join(KEY_FILE);
         match std::fs::symlink_metadata(&path) {
             Ok(_) => Ok((Self::read(&path)?, path)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let keys = Self::generate()?;
-                keys.write(&path)?;
-                Ok((keys, path))
+                if keys.put(&path, false)? { Ok((keys, path)) } else { Ok((Self::read(&path)?, path)) }
             }
             Err(e) => Err(format!("{}: {e}", path.display())),
         }
@@ -149,6 +172,25 @@ impl Keyring {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hosts_that_start_a_store_at_once_share_the_first_keyring_written() -> Result<(), String> {
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+            let loaded: Vec<Keyring> = std::thread::scope(|scope| {
+                let starting: Vec<_> = (0..4).map(|_| scope.spawn(|| Keyring::load_or_generate(dir.path()))).collect();
+                starting
+                    .into_iter()
+                    .map(|host| host.join().map_err(|_| "a host panicked".to_string())?.map(|(keys, _)| keys))
+                    .collect::<Result<_, String>>()
+            })?;
+            let on_disk = Keyring::read(&dir.path().join(KEY_FILE))?;
+            assert!(loaded.iter().all(|keys| *keys == on_disk), "a host kept a keyring that is not on disk");
+            let files = std::fs::read_dir(dir.path()).map_err(|e| e.to_string())?.count();
+            assert_eq!(files, 1, "temporary key files were left");
+        }
+        Ok(())
+    }
 
     #[test]
     fn parse_render_rotate() -> Result<(), String> {

@@ -4,14 +4,15 @@
 //! there copies all of it (1.1 MB for `sqlite`) into memory of its own and reads
 //! every page of the binary that holds it: ~2 MiB of a store's resident memory.
 //! With a cache directory, the host writes the artifact there once
-//! (`shipped-<artifact SHA-256>-<engine hash>.cwasm`, owner-only, through a
+//! (`shipped-<artifact BLAKE3>-<engine hash>.cwasm`, owner-only, through a
 //! temporary file, `fsync` and rename) and maps that file instead, so only the
 //! pages an adapter runs are resident, shared with the page cache.
 //!
 //! Before each mapping the copy is checked against the build's digest of the
 //! artifact, which is in the binary, not in the file: it must be this user's
 //! plain, single-link file that no one else may write, of the artifact's length
-//! and SHA-256. It is read for that through a descriptor opened without
+//! and BLAKE3 digest (the 1.1 MB of `sqlite` hash in ~0.3 ms, against ~0.75 ms
+//! for SHA-256). It is read for that through a descriptor opened without
 //! following links, and that same descriptor is what gets mapped (by its
 //! `/proc/self/fd` path), so the file checked is the file run. A copy that fails
 //! the check is replaced; one that wasmtime refuses is left alone, and the
@@ -23,13 +24,11 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use super::write_file;
 use crate::config::Precompiled;
-use crate::util::hex;
 
 /// Where the copy of `shipped` lives in `dir`, for engines of compatibility
 /// hash `compat`.
@@ -52,7 +51,7 @@ fn open_checked(path: &Path, shipped: &Precompiled) -> Result<File, String> {
     if meta.len() != shipped.artifact.len() as u64 {
         return Err(format!("{} bytes, not the artifact's {}", meta.len(), shipped.artifact.len()));
     }
-    let mut hasher = Sha256::new();
+    let mut hasher = blake3::Hasher::new();
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
         let n = file.read(&mut chunk).map_err(|e| e.to_string())?;
@@ -61,7 +60,7 @@ fn open_checked(path: &Path, shipped: &Precompiled) -> Result<File, String> {
         }
         hasher.update(&chunk[..n]);
     }
-    if hex::encode(&hasher.finalize()) != shipped.artifact_digest.trim() {
+    if hasher.finalize().to_hex().as_str() != shipped.artifact_digest.trim() {
         return Err("its bytes are not the artifact's".into());
     }
     Ok(file)

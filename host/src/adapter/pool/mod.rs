@@ -352,6 +352,7 @@ impl InstancePool {
             idle.clear();
         }
         if let Some(sql) = &self.settings.sql {
+            sql.close_ahead();
             sql.durability().settle().await;
         }
     }

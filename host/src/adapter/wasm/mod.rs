@@ -40,6 +40,9 @@ pub struct Setup {
     /// The store's database on a PostgreSQL server (`sql.url`), shared by every
     /// pool, instead of a SQLite file per data directory.
     pub sql_server: Option<Arc<SqlDatabase>>,
+    /// The SQLite database of `layout`, made (and opened ahead) while the
+    /// adapter loaded; `None` when the store has none or made none ahead.
+    pub sql_local: Option<Arc<SqlDatabase>>,
     #[cfg(feature = "fault-injection")]
     pub power_loss: Option<crate::capability::filesystem::power_loss::PowerLoss>,
 }
@@ -75,7 +78,9 @@ impl WasmBackend {
     /// A backend running `image`, with one warm instance (for shared isolation).
     pub async fn start(setup: Setup, image: Arc<AdapterImage>) -> Result<Self, Error> {
         let counters = Arc::new(Counters::default());
-        let shared = Arc::new(Shared { setup, databases: Mutex::new(HashMap::new()), counters: Arc::clone(&counters) });
+        let databases: HashMap<String, Arc<SqlDatabase>> =
+            setup.sql_local.iter().map(|db| (db.path().display().to_string(), Arc::clone(db))).collect();
+        let shared = Arc::new(Shared { setup, databases: Mutex::new(databases), counters: Arc::clone(&counters) });
         let generation = Self::generation(&shared, image, counters, None).await?;
         Ok(Self { shared, current: RwLock::new(Arc::new(generation)) })
     }

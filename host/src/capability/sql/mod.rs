@@ -8,7 +8,8 @@
 //!   database engine).
 //! - `host`: the WIT `sql` host implementation for each contract version, and its
 //!   linker wiring.
-//! - `sqlite`: opening and hardening a SQLite connection; `durability` (group
+//! - `sqlite`: opening and hardening a SQLite connection (`fresh`: a new file
+//!   made whole under a temporary name, in WAL mode); `durability` (group
 //!   commit), `checkpoint` and `prefill` (WAL space written ahead, so commits
 //!   overwrite it instead of growing the file): a SQLite file's flushes and WAL
 //!   upkeep; `identity`:
@@ -28,6 +29,7 @@ mod checkpoint;
 mod durability;
 #[cfg(feature = "fault-injection")]
 mod fault;
+mod fresh;
 mod gate;
 mod host;
 mod identity;
@@ -37,8 +39,8 @@ mod session;
 mod sqlite;
 mod value;
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -123,6 +125,8 @@ pub struct SqlDatabase {
     writers: Option<Arc<WriteGate>>,
     /// A PostgreSQL server instead of the SQLite file at `path`.
     server: Option<Arc<postgres::Server>>,
+    /// A connection opened before any session asked ([`Self::open_ahead`]).
+    ahead: Mutex<Option<Box<dyn Connection>>>,
     #[cfg(feature = "fault-injection")]
     fault: FaultSlot,
 }
@@ -146,6 +150,7 @@ impl SqlDatabase {
             durability,
             writers: Some(writers),
             server: None,
+            ahead: Mutex::new(None),
             #[cfg(feature = "fault-injection")]
             fault: FaultSlot::default(),
         }
@@ -163,6 +168,7 @@ impl SqlDatabase {
             durability: Arc::new(Durability::new(std::path::Path::new(""), false, None, settings.busy_timeout)),
             writers: None,
             server: Some(Arc::new(postgres::Server::open(url, settings)?)),
+            ahead: Mutex::new(None),
             #[cfg(feature = "fault-injection")]
             fault: FaultSlot::default(),
         })
@@ -173,11 +179,39 @@ impl SqlDatabase {
         if self.server.is_some() { Dialect::Postgres } else { Dialect::Sqlite }
     }
 
+    /// The SQLite file (empty for PostgreSQL).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     fn connect(&self) -> Result<Box<dyn Connection>, SqlErrorKind> {
         if let Some(server) = &self.server {
             return Ok(Box::new(postgres::PgConnection::new(Arc::clone(server))));
         }
+        if let Some(conn) = self.ahead.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            return Ok(conn);
+        }
         Ok(Box::new(sqlite::open(&self.path, self.busy_timeout, self.durability.wal_frames())?))
+    }
+
+    /// Creates the SQLite file (in WAL mode, the first time) and opens the
+    /// connection the first session will take, so that a store's first call
+    /// pays for neither: a store opens this beside loading its adapter. A
+    /// failure is left for that first use to meet again and report. No-op on
+    /// PostgreSQL.
+    pub fn open_ahead(&self) {
+        if self.server.is_some() {
+            return;
+        }
+        match sqlite::open(&self.path, self.busy_timeout, self.durability.wal_frames()) {
+            Ok(conn) => *self.ahead.lock().unwrap_or_else(PoisonError::into_inner) = Some(Box::new(conn)),
+            Err(error) => tracing::debug!(?error, "opening the database ahead failed; its first use tries again"),
+        }
+    }
+
+    /// Closes the connection opened ahead if no session took it.
+    pub fn close_ahead(&self) {
+        drop(self.ahead.lock().unwrap_or_else(PoisonError::into_inner).take());
     }
 
     /// Waits for this host's turn to write to the database (SQLite only; `None`

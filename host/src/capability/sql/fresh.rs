@@ -1,0 +1,117 @@
+//! A store's new SQLite file, made whole under a temporary name and then
+//! renamed into place, already in WAL mode.
+//!
+//! Switching a new file to WAL mode is a rollback-journal commit: with
+//! SQLite's own flushes, four (the journal twice, its directory, the file) on a
+//! store's first call. Made under a temporary name, nothing needs them: the
+//! file is flushed once, renamed without replacing anything, and its directory
+//! flushed. A crash before the rename leaves only a temporary file, never a
+//! half-made database under the store's name. When another process renames
+//! its file first, that one is kept and this one removed.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use rusqlite::OpenFlags;
+use rustix::fs::{CWD, RenameFlags};
+
+use super::sqlite::map_error;
+use crate::wit::SqlErrorKind;
+
+/// Makes the SQLite file at `path`, in WAL mode, unless something is there.
+pub fn create_if_missing(path: &Path) -> Result<(), SqlErrorKind> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return Ok(());
+    }
+    let temporary = temporary_name(path)?;
+    let made = make(&temporary).and_then(|()| place(&temporary, path));
+    if made.is_err() || std::fs::symlink_metadata(&temporary).is_ok() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    made
+}
+
+/// `.<name>.<random>.new` beside `path`.
+fn temporary_name(path: &Path) -> Result<PathBuf, SqlErrorKind> {
+    let name = path.file_name().ok_or_else(|| SqlErrorKind::Io(format!("{} names no file", path.display())))?;
+    let mut nonce = [0u8; 8];
+    getrandom::fill(&mut nonce).map_err(|e| SqlErrorKind::Io(format!("no randomness for a file name: {e}")))?;
+    let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(path.with_file_name(format!(".{}.{nonce}.new", name.to_string_lossy())))
+}
+
+/// A new database at `path`, switched to WAL mode without a flush, then
+/// flushed once.
+fn make(path: &Path) -> Result<(), SqlErrorKind> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    let conn = rusqlite::Connection::open_with_flags(path, flags).map_err(map_error)?;
+    conn.pragma_update(None, "synchronous", "OFF").map_err(map_error)?;
+    let mode: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)).map_err(map_error)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(SqlErrorKind::Io(format!("a new database stayed in journal mode {mode}")));
+    }
+    conn.close().map_err(|(_, e)| map_error(e))?;
+    File::open(path).and_then(|file| file.sync_all()).map_err(|e| io("flushing", path, e))
+}
+
+/// Renames `from` to `to` unless `to` exists, and flushes their directory.
+fn place(from: &Path, to: &Path) -> Result<(), SqlErrorKind> {
+    match rustix::fs::renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::EXIST) => return Ok(()),
+        Err(e) => return Err(io("renaming into place", to, e.into())),
+    }
+    let dir = to.parent().unwrap_or(Path::new("."));
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io("flushing", dir, e))
+}
+
+fn io(what: &str, path: &Path, e: io::Error) -> SqlErrorKind {
+    SqlErrorKind::Io(format!("{what} {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    fn create(path: &Path) -> Result<(), String> {
+        create_if_missing(path).map_err(|e| format!("{e:?}"))
+    }
+
+    #[test]
+    fn a_new_file_appears_in_wal_mode_and_alone() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("sql.sqlite3");
+        create(&path)?;
+        let conn = rusqlite::Connection::open(&path)?;
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0))?;
+        assert_eq!(mode, "wal");
+        drop(conn);
+        let names: Vec<String> = std::fs::read_dir(dir.path())?
+            .map(|e| Ok(e?.file_name().to_string_lossy().into_owned()))
+            .collect::<io::Result<_>>()?;
+        assert_eq!(names, ["sql.sqlite3"], "no temporary file, journal or WAL is left");
+        Ok(())
+    }
+
+    #[test]
+    fn an_existing_file_is_left_as_it_is() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("sql.sqlite3");
+        std::fs::write(&path, b"not a database")?;
+        create(&path)?;
+        assert_eq!(std::fs::read(&path)?, b"not a database");
+        std::fs::remove_file(&path)?;
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), &path)?;
+        create(&path)?;
+        assert!(!dir.path().join("elsewhere").exists(), "a link is never followed");
+        assert_eq!(std::fs::read_dir(dir.path())?.count(), 1);
+        Ok(())
+    }
+}
