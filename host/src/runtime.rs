@@ -185,9 +185,12 @@ impl Runtime {
             })?;
             Ok((layout, keyring, sql_local))
         });
-        let (image, (layout, keyring, sql_local)) =
-            tokio::try_join!(self.load_image(&config.adapter, config.grants), prepared)?;
-        let image = Arc::new(image);
+        // Both run to their end: nothing is made after a failed open returns, and
+        // an adapter that cannot load is the error reported. (A failed open may
+        // leave the data directory made, with its keyring and database.)
+        let (image, prepared) = tokio::join!(self.load_image(&config.adapter, config.grants), prepared);
+        let image = Arc::new(image?);
+        let (layout, keyring, sql_local) = prepared?;
         let sql_server = capability::sql::server_database(&config, image.version)?;
         if image.version < ContractVersion::V0_2 && config.integrity.seal {
             return Err(Error::Load(LoadError::ContractTooOld {

@@ -10,9 +10,8 @@ use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{CWD, RenameFlags};
-
 use crate::util::hex;
+use crate::util::place::place_new;
 
 /// The file generated keys live in, inside the host-private directory.
 pub const KEY_FILE: &str = "store.keys";
@@ -125,7 +124,7 @@ impl Keyring {
     /// Writes the keyring to `path` atomically, owner-only: through a temporary
     /// file of a name no other writer uses, flushed, then renamed into place
     /// (without `replace`, only if nothing is there: `false` when another writer
-    /// got there first) and the directory flushed.
+    /// got there first, see [`place_new`]) and the directory flushed.
     fn put(&self, path: &Path, replace: bool) -> Result<bool, String> {
         let dir = path.parent().ok_or("a key file needs a directory")?;
         let mut nonce = [0u8; 8];
@@ -135,19 +134,14 @@ impl Keyring {
             let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
             file.write_all(self.render().as_bytes())?;
             file.sync_all()?;
-            if replace {
-                std::fs::rename(&tmp, path)?;
-            } else {
-                match rustix::fs::renameat_with(CWD, &tmp, CWD, path, RenameFlags::NOREPLACE) {
-                    Ok(()) => {}
-                    Err(rustix::io::Errno::EXIST) => return Ok(false),
-                    Err(e) => return Err(e.into()),
-                }
+            if !replace {
+                return place_new(&tmp, path);
             }
+            std::fs::rename(&tmp, path)?;
             std::fs::File::open(dir)?.sync_all()?;
             Ok(true)
         })();
-        if !matches!(result, Ok(true)) {
+        if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
         result.map_err(|e| format!("writing {}: {e}", path.display()))

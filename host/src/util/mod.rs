@@ -4,3 +4,4 @@ pub mod clock;
 pub mod detach;
 pub mod hex;
 pub mod parallel;
+pub mod place;

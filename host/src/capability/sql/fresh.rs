@@ -6,17 +6,18 @@
 //! store's first call. Made under a temporary name, nothing needs them: the
 //! file is flushed once, renamed without replacing anything, and its directory
 //! flushed. A crash before the rename leaves only a temporary file, never a
-//! half-made database under the store's name. When another process renames
-//! its file first, that one is kept and this one removed.
+//! half-made database under the store's name. When another process puts its
+//! file in place first, that one is kept and this one removed
+//! ([`place_new`]).
 
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use rusqlite::OpenFlags;
-use rustix::fs::{CWD, RenameFlags};
 
 use super::sqlite::map_error;
+use crate::util::place::place_new;
 use crate::wit::SqlErrorKind;
 
 /// Makes the SQLite file at `path`, in WAL mode, unless something is there.
@@ -26,8 +27,12 @@ pub fn create_if_missing(path: &Path) -> Result<(), SqlErrorKind> {
     }
     let temporary = temporary_name(path)?;
     let made = make(&temporary).and_then(|()| place(&temporary, path));
-    if made.is_err() || std::fs::symlink_metadata(&temporary).is_ok() {
-        let _ = std::fs::remove_file(&temporary);
+    if made.is_err() {
+        for suffix in ["", "-journal", "-wal", "-shm"] {
+            let mut name = temporary.clone().into_os_string();
+            name.push(suffix);
+            let _ = std::fs::remove_file(name);
+        }
     }
     made
 }
@@ -59,15 +64,10 @@ fn make(path: &Path) -> Result<(), SqlErrorKind> {
     File::open(path).and_then(|file| file.sync_all()).map_err(|e| io("flushing", path, e))
 }
 
-/// Renames `from` to `to` unless `to` exists, and flushes their directory.
+/// Renames `from` to `to` unless `to` exists (then `from` is removed), and
+/// flushes their directory.
 fn place(from: &Path, to: &Path) -> Result<(), SqlErrorKind> {
-    match rustix::fs::renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
-        Ok(()) => {}
-        Err(rustix::io::Errno::EXIST) => return Ok(()),
-        Err(e) => return Err(io("renaming into place", to, e.into())),
-    }
-    let dir = to.parent().unwrap_or(Path::new("."));
-    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io("flushing", dir, e))
+    place_new(from, to).map(drop).map_err(|e| io("putting in place", to, e))
 }
 
 fn io(what: &str, path: &Path, e: io::Error) -> SqlErrorKind {

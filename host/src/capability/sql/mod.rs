@@ -191,7 +191,13 @@ impl SqlDatabase {
         if let Some(conn) = self.ahead.lock().unwrap_or_else(PoisonError::into_inner).take() {
             return Ok(conn);
         }
-        Ok(Box::new(sqlite::open(&self.path, self.busy_timeout, self.durability.wal_frames())?))
+        Ok(Box::new(self.open_sqlite()?))
+    }
+
+    /// A new connection to the SQLite file, made first if missing.
+    fn open_sqlite(&self) -> Result<sqlite::Sqlite, SqlErrorKind> {
+        fresh::create_if_missing(&self.path)?;
+        sqlite::open(&self.path, self.busy_timeout, self.durability.wal_frames())
     }
 
     /// Creates the SQLite file (in WAL mode, the first time) and opens the
@@ -203,7 +209,7 @@ impl SqlDatabase {
         if self.server.is_some() {
             return;
         }
-        match sqlite::open(&self.path, self.busy_timeout, self.durability.wal_frames()) {
+        match self.open_sqlite() {
             Ok(conn) => *self.ahead.lock().unwrap_or_else(PoisonError::into_inner) = Some(Box::new(conn)),
             Err(error) => tracing::debug!(?error, "opening the database ahead failed; its first use tries again"),
         }

@@ -66,7 +66,6 @@ pub fn open(path: &Path, busy_timeout: Duration, wal_frames: Arc<AtomicU64>) -> 
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;
-    super::fresh::create_if_missing(path)?;
     let mut conn = rusqlite::Connection::open_with_flags(path, flags).map_err(map_error)?;
     conn.busy_timeout(busy_timeout).map_err(map_error)?;
     ensure_wal(&conn, busy_timeout)?;
