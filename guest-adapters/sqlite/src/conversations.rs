@@ -168,8 +168,15 @@ fn history_update(db: &Db, cid: i64, old: History, new: History, now: i64) -> Re
 
 /// Sends `statements` (the last one a [`history_update`], or on SQLite an
 /// append's last insert) and checks that it changed its row.
+///
+/// A lone statement goes by `execute`: a plain INSERT or UPDATE (no `OR FAIL`,
+/// no trigger) changes all or nothing by itself, and the host's batch would wrap
+/// it in a savepoint (two more statements on every one-message append).
 fn apply(db: &Db, what: &str, statements: &[Statement]) -> Res<Vec<u64>> {
-    let counts = db.execute_batch(what, statements)?;
+    let counts = match statements {
+        [only] => vec![db.execute(what, &only.sql, &only.params)?],
+        _ => db.execute_batch(what, statements)?,
+    };
     if counts.last() != Some(&1) {
         return Err(Failure::Contended(format!("{what}: the conversation changed under the write")));
     }
