@@ -96,8 +96,9 @@ fn concurrent_display_writers_never_lose_a_record() {
     });
 }
 
-/// A connection that fails its next `failures` batches with a constraint error,
-/// as a concurrent writer's row at the same key would, and can hold its commit.
+/// A connection that fails its next `failures` history writes (a batch, or a
+/// lone message insert) with a constraint error, as a concurrent writer's row
+/// at the same key would, and can hold its commit.
 struct Interfered {
     inner: Box<dyn Sql + Send>,
     failures: Cell<u32>,
@@ -109,16 +110,16 @@ impl Sql for Interfered {
         self.inner.dialect()
     }
     fn execute(&self, statement: &str, params: &[Value]) -> Result<u64, SqlError> {
+        if statement.starts_with("INSERT INTO stowage_messages") {
+            self.interfere()?;
+        }
         self.inner.execute(statement, params)
     }
     fn query(&self, statement: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
         self.inner.query(statement, params)
     }
     fn execute_batch(&self, statements: &[Statement]) -> Result<Vec<u64>, SqlError> {
-        if self.failures.get() > 0 {
-            self.failures.set(self.failures.get() - 1);
-            return Err(SqlError::Constraint("UNIQUE constraint failed (injected)".into()));
-        }
+        self.interfere()?;
         self.inner.execute_batch(statements)
     }
     fn begin(&self) -> Result<(), SqlError> {
@@ -133,6 +134,16 @@ impl Sql for Interfered {
     }
     fn rollback(&self) -> Result<(), SqlError> {
         self.inner.rollback()
+    }
+}
+
+impl Interfered {
+    fn interfere(&self) -> Result<(), SqlError> {
+        if self.failures.get() > 0 {
+            self.failures.set(self.failures.get() - 1);
+            return Err(SqlError::Constraint("UNIQUE constraint failed (injected)".into()));
+        }
+        Ok(())
     }
 }
 
