@@ -6,10 +6,11 @@
 //! `crate::capability::sql::SqlSession::open_group`): their transactions share
 //! one SQLite commit and one WAL flush. Each call's answer is held until the
 //! group commits, so no caller is acknowledged, or sees another call's write,
-//! before it is committed; then all are answered at once, and each caller waits
-//! for the flush as any caller does. A group ends when the queue is empty, after
-//! [`GROUP_CALLS`] calls, or at the end of a call once its first held answer is
-//! [`GROUP_AGE`] old.
+//! before it is committed. When the commit needs a flush (`sql_sync = "full"`),
+//! one task waits for (or leads) that flush, then answers every call of the
+//! group: the drainer wakes that task alone, and each caller is woken once.
+//! A group ends when the queue is empty, after [`GROUP_CALLS`] calls, or at the
+//! end of a call once its first held answer is [`GROUP_AGE`] old.
 //! A call that traps undoes only its own writes: the group before it is
 //! committed from the discarded instance's session, which the host owns.
 
@@ -141,8 +142,28 @@ impl InstancePool {
                 tracing::warn!(store = %self.settings.store_name, error = ?e, calls = held.len(), "a commit group failed");
             }
         }
-        for deliver in held {
-            deliver(outcome.clone().map_err(|e| failed(&e)));
+        match (outcome, tokio::runtime::Handle::try_current()) {
+            // Answered from a task once the group's flush is done: the drainer
+            // wakes one task, not every caller (each wake-up from this thread could
+            // let the woken worker take its core), and each caller is woken once,
+            // with a commit already durable, instead of twice.
+            (Ok(Some((db, ticket))), Ok(runtime)) => {
+                runtime.spawn(async move {
+                    let commit = match db.durability().durable(ticket, false).await {
+                        Ok(()) => None,
+                        // Each caller then tries the flush again itself.
+                        Err(_) => Some((db, ticket)),
+                    };
+                    for deliver in held {
+                        deliver(Ok(commit.clone()));
+                    }
+                });
+            }
+            (outcome, _) => {
+                for deliver in held {
+                    deliver(outcome.clone().map_err(|e| failed(&e)));
+                }
+            }
         }
     }
 }

@@ -297,8 +297,9 @@ impl InstancePool {
     }
 
     /// Queues `call` behind the calls waiting for an instance; it runs on a
-    /// drainer thread, which leaves the flush its commit needs to this task (a
-    /// flush on the drainer would hold up the calls queued behind it).
+    /// drainer thread, which leaves the flush its commit needs to a task (a
+    /// flush on the drainer would hold up the calls queued behind it): this one,
+    /// or, for a commit group, the task that answers the group once it is flushed.
     async fn queue<R, F>(
         self: &Arc<Self>,
         call: F,
