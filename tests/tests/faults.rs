@@ -276,3 +276,43 @@ async fn callers_that_give_up_while_queued_leave_the_queue_as_they_found_it() ->
     ensure!(info.message_count == 0);
     Ok(())
 }
+
+/// An append that creates its conversation on the way (`append_creating`), with
+/// a SQL error struck at statement 0, 1, 2, …. The conversation's commit does not
+/// wait for a flush of its own (the append's flush covers it, or, when the
+/// append fails, one made before the error returns). Whatever the fault hits, the
+/// store then holds nothing, the conversation alone, or the conversation with its
+/// message; and the same call again stores the message exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_that_creates_its_conversation_leaves_a_state_a_retry_completes() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let config = StoreConfig::builtin(Builtin::Sqlite, dir.path()).with_limits(fast_restarts());
+    let store = shared_runtime()?.open_store(config).await?;
+    let (mut failed, mut created_alone) = (0, 0);
+    let scope = scope();
+    for k in 0..24 {
+        let id = format!("c{k}");
+        let call = || store.append_creating(&scope, &id, ConversationMeta::default(), vec![text(format!("m{k}"))]);
+        store.inject_sql_fault(k, SqlFault::Error)?;
+        let result = call().await;
+        store.disarm_sql_fault();
+        if result.is_err() {
+            failed += 1;
+            match store.info(&scope, &id).await {
+                Err(Error::NotFound) => {}
+                Ok(info) => {
+                    let stored = all(&store, &id).await?.len();
+                    ensure!(stored as u64 == info.last_seq, "fault at {k}: {stored} messages, head {info:?}");
+                    created_alone += usize::from(stored == 0);
+                }
+                Err(e) => bail!("fault at {k}: reading the conversation back failed: {e}"),
+            }
+        }
+        let retry = call().await.with_context(|| format!("retry after a fault at {k}"))?;
+        let stored = all(&store, &id).await?;
+        ensure!(stored.len() == 1 && retry.seqs == [1], "fault at {k}: {} messages after the retry", stored.len());
+    }
+    ensure!(failed >= 2, "only {failed} faults failed the call");
+    ensure!(created_alone >= 1, "no fault fell between the conversation's commit and the append's");
+    Ok(())
+}

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 
 use super::Store;
 use crate::adapter::client::{Loaded, Prepared};
+use crate::adapter::pool::deferring;
 use crate::adapter::raw::{AppendReply, Range};
 use crate::cursor::{self, MessagePosition};
 use crate::error::Error;
@@ -83,9 +84,36 @@ impl Store {
         let _guard = self.lock_conversation(scope, id).await;
         let last = match (self.owned_last_seq(scope, id).await, create) {
             (Ok(last), _) => last,
-            (Err(Error::NotFound), Some(meta)) => self.client().open(scope, id, &meta, now_millis()).await?.last_seq,
+            (Err(Error::NotFound), Some(meta)) => {
+                // The new conversation's commit is made durable by the append's
+                // flush, which covers it, instead of a flush of its own; and before
+                // anything is answered in any case.
+                let (opened, created) = deferring(self.client().open(scope, id, &meta, now_millis())).await;
+                let appended = match opened {
+                    Ok(info) => self.append_at(scope, id, ids, prepared, expected_version, info.last_seq).await,
+                    Err(e) => Err(e),
+                };
+                let durable = created.durable().await;
+                let appended = appended?;
+                durable?;
+                return Ok(appended);
+            }
             (Err(e), _) => return Err(e),
         };
+        self.append_at(scope, id, ids, prepared, expected_version, last).await
+    }
+
+    /// The rounds of an append (under the conversation's lock) whose history ends
+    /// at `last` as far as this host knows.
+    async fn append_at(
+        &self,
+        scope: &Scope,
+        id: &str,
+        ids: Vec<String>,
+        prepared: Vec<Prepared>,
+        expected_version: Option<u64>,
+        last: u64,
+    ) -> Result<AppendOutcome, Error> {
         if prepared.is_empty() {
             let info = self.info_locked(scope, id).await?;
             return Ok(AppendOutcome { ids, seqs: Vec::new(), stored: 0, version: info.version });

@@ -12,6 +12,7 @@
 //! (`call`).
 
 mod call;
+mod deferred;
 mod drain;
 
 use std::path::PathBuf;
@@ -22,6 +23,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Trap};
 use wasmtime_wasi::WasiCtx;
 
+pub use self::deferred::deferring;
 use self::drain::Drain;
 use super::backlog::{Backlog, Job};
 use super::loader::{AdapterImage, Pre};
@@ -253,6 +255,7 @@ impl InstancePool {
             _ => false,
         };
         let inline = self.settings.inline_calls && can_block_here();
+        let defer = deferred::deferring_here();
         // With an instance free and no call queued: the call on this thread,
         // then (with the instance and its permit already given back) the flush
         // its commit needs, led here when no other caller is flushing: one hop
@@ -266,7 +269,7 @@ impl InstancePool {
                 let done = tokio::task::block_in_place(|| {
                     let done = self.run_blocking(call, taken, restarting, &counters);
                     self.backlog.release(self, permit);
-                    done.map(|(value, commit)| (value, durable_here(commit)))
+                    done.map(|(value, commit)| (value, if defer { Ok(commit) } else { durable_here(commit) }))
                 });
                 (done, true)
             }
@@ -280,7 +283,12 @@ impl InstancePool {
             }
         };
         // This call's commit must be durable before it is acknowledged (group
-        // commit): wait for the flush another caller leads.
+        // commit): wait for the flush another caller leads. Unless the task
+        // defers it to a later call (`deferred`).
+        let commit = match commit {
+            Ok(pending) if deferred::defer(&pending) => Ok(None),
+            other => other,
+        };
         let flushed = match commit {
             Ok(Some((db, ticket))) => db.durability().durable(ticket, inline).await,
             Ok(None) => Ok(()),

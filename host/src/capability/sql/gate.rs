@@ -21,6 +21,9 @@ struct Queue {
     serving: u64,
     /// Tickets whose holders gave up waiting.
     abandoned: BTreeSet<u64>,
+    /// Callers asleep on the condition variable: a turn ends without waking
+    /// anyone (a system call) when there are none, as for every lone writer.
+    sleeping: usize,
 }
 
 impl Queue {
@@ -47,8 +50,13 @@ pub struct WriteTurn {
 
 impl Drop for WriteTurn {
     fn drop(&mut self) {
-        self.gate.queue().advance();
-        self.gate.turn.notify_all();
+        let mut queue = self.gate.queue();
+        queue.advance();
+        let wake = queue.sleeping > 0;
+        drop(queue);
+        if wake {
+            self.gate.turn.notify_all();
+        }
     }
 }
 
@@ -69,7 +77,9 @@ impl WriteGate {
                 queue.abandoned.insert(ticket);
                 return Err(SqlErrorKind::Busy);
             }
+            queue.sleeping += 1;
             queue = self.turn.wait_timeout(queue, left).unwrap_or_else(PoisonError::into_inner).0;
+            queue.sleeping -= 1;
         }
         Ok(WriteTurn { gate: Arc::clone(self) })
     }
@@ -102,6 +112,7 @@ mod tests {
         }
         let order = order.lock().unwrap_or_else(PoisonError::into_inner).clone();
         assert_eq!(order, vec![(0, true), (1, true), (2, true), (3, true)]);
+        assert_eq!(gate.queue().sleeping, 0, "every sleeper was woken and counted out");
         Ok(())
     }
 
@@ -110,6 +121,11 @@ mod tests {
         let gate = Arc::new(WriteGate::default());
         let holder = gate.enter(Duration::ZERO).map_err(|e| format!("{e:?}"))?;
         assert!(matches!(gate.enter(Duration::ZERO), Err(SqlErrorKind::Busy)), "a timed-out wait is busy");
+        assert!(
+            matches!(gate.enter(Duration::from_millis(20)), Err(SqlErrorKind::Busy)),
+            "a wait that slept and timed out is busy"
+        );
+        assert_eq!(gate.queue().sleeping, 0, "a sleeper that timed out is counted out");
         drop(holder);
         gate.enter(Duration::ZERO).map_err(|e| format!("the abandoned ticket is skipped: {e:?}"))?;
         Ok(())
