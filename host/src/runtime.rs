@@ -3,14 +3,13 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::adapter::cache::ComponentCache;
 use crate::adapter::client::Client;
 use crate::adapter::engine::{self, Allocator};
 use crate::adapter::loader::{self, AdapterImage, Loader};
-use crate::adapter::wasm::{Setup, WasmBackend};
-use crate::capability::sql::{PostgresSettings, SqlDatabase};
+use crate::adapter::wasm::{Setup, WasmBackend, local_database};
+use crate::capability::sql::PostgresSettings;
 use crate::capability::{self, Capability, Grants, ImportNeed};
 use crate::config::{AdapterSource, Isolation, RuntimeConfig, StoreConfig};
 use crate::error::{Error, LoadError};
@@ -166,12 +165,7 @@ impl Runtime {
                 let sql_local = local_sql.map(|(limits, sync)| {
                     let path = layout.sql_path();
                     scope.spawn(move || {
-                        let db = SqlDatabase::sqlite(
-                            path,
-                            limits.max_sql_result_bytes,
-                            Duration::from_millis(limits.sql_busy_timeout_ms),
-                            sync,
-                        );
+                        let db = local_database(path, &limits, sync);
                         db.open_ahead();
                         Arc::new(db)
                     })

@@ -74,6 +74,16 @@ pub struct WasmBackend {
     current: RwLock<Arc<Generation>>,
 }
 
+/// The SQLite database at `path` (a data directory's), under a store's limits.
+pub fn local_database(path: std::path::PathBuf, limits: &Limits, sync: SqlSync) -> SqlDatabase {
+    SqlDatabase::sqlite(
+        path,
+        limits.max_sql_result_bytes,
+        std::time::Duration::from_millis(limits.sql_busy_timeout_ms),
+        sync,
+    )
+}
+
 impl WasmBackend {
     /// A backend running `image`, with one warm instance (for shared isolation).
     pub async fn start(setup: Setup, image: Arc<AdapterImage>) -> Result<Self, Error> {
@@ -121,12 +131,7 @@ impl WasmBackend {
                 if let Some(server) = &setup.sql_server {
                     return Arc::clone(server);
                 }
-                Arc::new(SqlDatabase::sqlite(
-                    path,
-                    setup.limits.max_sql_result_bytes,
-                    std::time::Duration::from_millis(setup.limits.sql_busy_timeout_ms),
-                    setup.sql_sync,
-                ))
+                Arc::new(local_database(path, &setup.limits, setup.sql_sync))
             }))
         });
         let settings = PoolSettings {
