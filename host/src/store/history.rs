@@ -82,25 +82,31 @@ impl Store {
         }
         let (ids, prepared) = self.prepare(scope, id, messages)?;
         let _guard = self.lock_conversation(scope, id).await;
-        let last = match (self.owned_last_seq(scope, id).await, create) {
-            (Ok(last), _) => last,
-            (Err(Error::NotFound), Some(meta)) => {
-                // The new conversation's commit is made durable by the append's
-                // flush, which covers it, instead of a flush of its own; and before
-                // anything is answered in any case.
-                let (opened, created) = deferring(self.client().open(scope, id, &meta, now_millis())).await;
-                let appended = match opened {
-                    Ok(info) => self.append_at(scope, id, ids, prepared, expected_version, info.last_seq).await,
-                    Err(e) => Err(e),
-                };
-                let durable = created.durable().await;
-                let appended = appended?;
-                durable?;
-                return Ok(appended);
-            }
-            (Err(e), _) => return Err(e),
+        let Some(meta) = create else {
+            let last = self.owned_last_seq(scope, id).await?;
+            return self.append_at(scope, id, ids, prepared, expected_version, last).await;
         };
-        self.append_at(scope, id, ids, prepared, expected_version, last).await
+        // What the calls before the append commit (the first call on a fresh
+        // database migrates its schema; then the new conversation) is made
+        // durable by the append's flush, which covers it, instead of flushes of
+        // its own; and before anything is answered in any case.
+        let (start, earlier) = deferring(async {
+            match self.owned_last_seq(scope, id).await {
+                Err(Error::NotFound) => {
+                    self.client().open(scope, id, &meta, now_millis()).await.map(|info| info.last_seq)
+                }
+                known => known,
+            }
+        })
+        .await;
+        let appended = match start {
+            Ok(last) => self.append_at(scope, id, ids, prepared, expected_version, last).await,
+            Err(e) => Err(e),
+        };
+        let durable = earlier.durable().await;
+        let appended = appended?;
+        durable?;
+        Ok(appended)
     }
 
     /// The rounds of an append (under the conversation's lock) whose history ends

@@ -1,12 +1,13 @@
 //! Leaving a call's flush to a later call of the same task.
 //!
 //! An append to a conversation it creates on the way (`append_creating`) makes
-//! two commits: the conversation, then the messages. Both go to the same WAL,
-//! and the flush that makes the second durable makes the first durable too. So
-//! inside [`deferring`] a call that committed does not wait for a flush of its
-//! own: its ticket is handed back to the task instead, which makes sure it is
-//! durable ([`Deferred::durable`]) before it answers anyone. That costs nothing
-//! once a later call's flush is done.
+//! up to three commits: a fresh database's schema (its first call migrates it),
+//! the conversation, then the messages. All go to the same WAL, and the flush
+//! that makes the last durable makes the others durable too. So inside
+//! [`deferring`] a call that committed does not wait for a flush of its own: its
+//! ticket is handed back to the task instead, which makes sure it is durable
+//! ([`Deferred::durable`]) before it answers anyone. That costs nothing once a
+//! later call's flush is done.
 
 use std::cell::RefCell;
 use std::future::Future;

@@ -137,7 +137,7 @@ impl Durability {
 
     /// Flushes the WAL (and, the first time, its directory entry).
     fn flush_wal(&self) -> Result<(), SqlErrorKind> {
-        let file = {
+        let (file, opened) = {
             let mut state = self.state();
             // The WAL on disk now: when every connection closed, SQLite checkpointed
             // it into the (synced) database and deleted it, and the next connection
@@ -152,20 +152,35 @@ impl Durability {
                 Err(e) => return Err(io("inspecting", &self.wal, e)),
             };
             match state.wal.as_ref() {
-                Some((file, held)) if *held == current => Arc::clone(file),
+                Some((file, held)) if *held == current => (Arc::clone(file), None),
                 _ => {
-                    let file = Arc::new(File::open(&self.wal).map_err(|e| io("opening", &self.wal, e))?);
-                    if let Some(dir) = self.wal.parent() {
-                        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io("flushing", dir, e))?;
-                    }
+                    let file = File::open(&self.wal).map_err(|e| io("opening", &self.wal, e))?;
                     // The identity of what was opened, should the file have changed since.
                     let opened = identity::of_file(&file).map_err(|e| io("inspecting", &self.wal, e))?;
-                    state.wal = Some((Arc::clone(&file), opened));
-                    file
+                    (Arc::new(file), Some(opened))
                 }
             }
         };
-        file.sync_data().map_err(|e| io("flushing", &self.wal, e))
+        let Some(opened) = opened else {
+            return file.sync_data().map_err(|e| io("flushing", &self.wal, e));
+        };
+        // A WAL this flush is the first to see: its directory entry is flushed
+        // too, beside its data (two flushes at once, not one after the other),
+        // and the file is kept only once both are done, so a failed flush of
+        // either is tried again whole.
+        let dir = self.wal.parent().unwrap_or(Path::new("."));
+        let (data, entry) = std::thread::scope(|scope| {
+            let entry = scope.spawn(|| File::open(dir).and_then(|d| d.sync_all()));
+            let data = file.sync_data();
+            (data, entry.join().unwrap_or_else(|_| Err(std::io::Error::other("the flush panicked"))))
+        });
+        data.map_err(|e| io("flushing", &self.wal, e))?;
+        entry.map_err(|e| io("flushing", dir, e))?;
+        let mut state = self.state();
+        if state.wal.as_ref().is_none_or(|(_, held)| *held != opened) {
+            state.wal = Some((file, opened));
+        }
+        Ok(())
     }
 
     /// Returns once the commit with `ticket` is durable. The leader flushes on
