@@ -49,11 +49,7 @@ pub fn set_aside(db: &Db) -> Res<()> {
     if db.dialect() != Dialect::Sqlite {
         return Ok(());
     }
-    let version = match db.query_row("reading PRAGMA user_version", "PRAGMA user_version", &[])? {
-        Some(mut row) => row.int(0)?,
-        None => 0,
-    };
-    match version {
+    match user_version(db)? {
         0 => {}
         LEGACY_USER_VERSION => {
             for (old, new) in TABLES {
@@ -66,6 +62,27 @@ pub fn set_aside(db: &Db) -> Res<()> {
             )));
         }
     }
+    mark(db)
+}
+
+/// Whether a SQLite database is new (`user_version` 0: nothing of 0.1.0's to
+/// set aside or import); if so, it is marked as 0.2.0's, as [`set_aside`] would.
+pub fn claim_fresh(db: &Db) -> Res<bool> {
+    if db.dialect() != Dialect::Sqlite || user_version(db)? != 0 {
+        return Ok(false);
+    }
+    mark(db)?;
+    Ok(true)
+}
+
+fn user_version(db: &Db) -> Res<i64> {
+    match db.query_row("reading PRAGMA user_version", "PRAGMA user_version", &[])? {
+        Some(mut row) => row.int(0),
+        None => Ok(0),
+    }
+}
+
+fn mark(db: &Db) -> Res<()> {
     db.execute("marking the database as 0.2.0's", &format!("PRAGMA user_version = {USER_VERSION}"), &[])?;
     Ok(())
 }

@@ -23,7 +23,7 @@ use crate::stowage::store::types::Error;
 pub const LATEST: i64 = 3;
 
 /// Migration `version`'s next step: `Done` once it is complete.
-fn step(db: &Db, version: i64) -> Res<Progress> {
+pub(crate) fn step(db: &Db, version: i64) -> Res<Progress> {
     match version {
         // The 0.2.0 tables; a 0.1.0 database's tables are set aside for import.
         1 => {
@@ -70,6 +70,16 @@ fn locked_step(db: &Db) -> Res<bool> {
         return Err(storage(format!(
             "the database has schema version {applied}, newer than this adapter's {LATEST}; use a newer adapter"
         )));
+    }
+    if applied == 0 && legacy_import::claim_fresh(db)? {
+        // A new SQLite database gets the latest tables at once (migration 3's
+        // columns in their CREATE TABLE, not added by two ALTER TABLEs after it),
+        // and every migration is recorded.
+        schema::create_latest_sqlite(db)?;
+        for version in 1..=LATEST {
+            db.execute("recording a migration", t.migrations_record, &[int(version)])?;
+        }
+        return Ok(true);
     }
     let mut applied = applied;
     while applied < LATEST {

@@ -120,6 +120,22 @@ const POSTGRES: &[&str] = &[
         WHERE status IS NOT NULL",
 ];
 
+/// Where `stowage_messages` is made in [`SQLITE`].
+const SQLITE_MESSAGES: usize = 1;
+
+/// `stowage_messages` as migration 3 leaves it ([`crate::head::migration`]), for
+/// a database made new at the latest schema.
+const SQLITE_MESSAGES_LATEST: &str = "CREATE TABLE stowage_messages (
+        pos INTEGER PRIMARY KEY,
+        id TEXT NOT NULL,
+        role INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        content BLOB NOT NULL,
+        tag BLOB NOT NULL,
+        head_version INTEGER,
+        head_updated_at INTEGER
+    )";
+
 /// The DDL of `dialect`, in order.
 pub fn tables(dialect: Dialect) -> &'static [&'static str] {
     match dialect {
@@ -134,4 +150,26 @@ pub fn create(db: &Db) -> Res<()> {
         db.execute("creating the 0.2.0 tables", statement, &[])?;
     }
     Ok(())
+}
+
+/// Creates the latest SQLite tables in a new database, inside the migration
+/// transaction: those of migration 1, `stowage_messages` with the columns
+/// migration 3 adds.
+pub fn create_latest_sqlite(db: &Db) -> Res<()> {
+    for (i, statement) in SQLITE.iter().enumerate() {
+        let statement = if i == SQLITE_MESSAGES { SQLITE_MESSAGES_LATEST } else { statement };
+        db.execute("creating the tables", statement, &[])?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_latest_messages_table_replaces_migration_1_s() {
+        assert!(SQLITE[SQLITE_MESSAGES].starts_with("CREATE TABLE stowage_messages ("));
+        assert!(SQLITE_MESSAGES_LATEST.starts_with("CREATE TABLE stowage_messages ("));
+    }
 }

@@ -72,6 +72,57 @@ fn a_fresh_database_gets_its_whole_schema_in_one_transaction() {
     });
 }
 
+/// Every table's columns and every index of a SQLite database, as SQLite
+/// describes them (a table's text differs: ALTER TABLE appends to it).
+fn layout(sql: &dyn Sql) -> Vec<String> {
+    let db = Db::new(sql);
+    let objects = "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master \
+                   WHERE name NOT LIKE 'sqlite_%' ORDER BY name";
+    let mut out = Vec::new();
+    for mut object in db.query("test", objects, &[]).expect("the schema is readable") {
+        let [kind, name, table, text] = [0, 1, 2, 3].map(|i| object.text(i).expect("text"));
+        match kind.as_str() {
+            "table" => {
+                out.push(format!("table {name}"));
+                let columns = format!("PRAGMA table_info({name})");
+                for mut column in db.query("test", &columns, &[]).expect("columns") {
+                    let (column_name, kind) = (column.text(1).expect("name"), column.text(2).expect("type"));
+                    let (not_null, key) = (column.int(3).expect("notnull"), column.int(5).expect("pk"));
+                    out.push(format!("  {column_name} {kind} not-null={not_null} key={key}"));
+                }
+            }
+            _ => out.push(format!("{kind} {name} on {table}: {text}")),
+        }
+    }
+    out
+}
+
+#[test]
+fn a_fresh_sqlite_database_is_laid_out_as_one_migrated_step_by_step() {
+    let fresh = Fixture::sqlite();
+    let sql = fresh.connect();
+    assert_eq!(migrate::step_once(&Db::new(&*sql)), Ok(true));
+    assert_eq!(applied(&*sql), (1..=LATEST).collect::<Vec<_>>());
+    assert_eq!(user_version(&*sql), 2);
+    // The same database, migration by migration (the path of a database made
+    // before migration 3, or by the 0.1.0 adapter).
+    let stepped = Fixture::sqlite();
+    let stepped_sql = stepped.connect();
+    let db = Db::new(&*stepped_sql);
+    let t = crate::dialect::text(db.dialect());
+    db.write("test", || {
+        db.execute("test", t.migrations_table, &[])?;
+        for version in 1..=LATEST {
+            assert_eq!(migrate::step(&db, version)?, crate::legacy_import::Progress::Done);
+            db.execute("test", t.migrations_record, &[crate::db::int(version)])?;
+        }
+        Ok(())
+    })
+    .expect("migrations applied one by one");
+    assert_eq!(layout(&*sql), layout(&*stepped_sql));
+    assert!(layout(&*sql).iter().any(|line| line.contains("head_updated_at")), "{:?}", layout(&*sql));
+}
+
 #[test]
 fn hosts_starting_at_once_migrate_exactly_once() {
     each_backend(|f| {
