@@ -135,6 +135,19 @@ impl Durability {
         self.flush.then_some(ticket)
     }
 
+    /// The WAL's path.
+    pub fn wal_path(&self) -> &Path {
+        &self.wal
+    }
+
+    /// After a commit outside group commit started an empty WAL (while a store
+    /// opens): at `sql_sync = "full"` the WAL is flushed now, its directory
+    /// entry with it, so the first commit's flush is of its data alone. No
+    /// ticket becomes durable by it.
+    pub fn started(&self) -> Result<(), SqlErrorKind> {
+        if self.flush { self.flush_wal() } else { Ok(()) }
+    }
+
     /// Flushes the WAL (and, the first time, its directory entry).
     fn flush_wal(&self) -> Result<(), SqlErrorKind> {
         let (file, opened) = {

@@ -25,6 +25,7 @@
 //! PostgreSQL connections block on a runtime of their own, which must never
 //! happen on an async worker, so those stores always hand calls off.
 
+mod ahead;
 mod checkpoint;
 mod durability;
 #[cfg(feature = "fault-injection")]
@@ -40,7 +41,7 @@ mod sqlite;
 mod value;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -126,7 +127,7 @@ pub struct SqlDatabase {
     /// A PostgreSQL server instead of the SQLite file at `path`.
     server: Option<Arc<postgres::Server>>,
     /// A connection opened before any session asked ([`Self::open_ahead`]).
-    ahead: Mutex<Option<Box<dyn Connection>>>,
+    ahead: ahead::Ahead,
     #[cfg(feature = "fault-injection")]
     fault: FaultSlot,
 }
@@ -150,7 +151,7 @@ impl SqlDatabase {
             durability,
             writers: Some(writers),
             server: None,
-            ahead: Mutex::new(None),
+            ahead: ahead::Ahead::default(),
             #[cfg(feature = "fault-injection")]
             fault: FaultSlot::default(),
         }
@@ -168,7 +169,7 @@ impl SqlDatabase {
             durability: Arc::new(Durability::new(std::path::Path::new(""), false, None, settings.busy_timeout)),
             writers: None,
             server: Some(Arc::new(postgres::Server::open(url, settings)?)),
-            ahead: Mutex::new(None),
+            ahead: ahead::Ahead::default(),
             #[cfg(feature = "fault-injection")]
             fault: FaultSlot::default(),
         })
@@ -188,7 +189,7 @@ impl SqlDatabase {
         if let Some(server) = &self.server {
             return Ok(Box::new(postgres::PgConnection::new(Arc::clone(server))));
         }
-        if let Some(conn) = self.ahead.lock().unwrap_or_else(PoisonError::into_inner).take() {
+        if let Some(conn) = self.ahead.take() {
             return Ok(conn);
         }
         Ok(Box::new(self.open_sqlite()?))
@@ -202,22 +203,23 @@ impl SqlDatabase {
 
     /// Creates the SQLite file (in WAL mode, the first time) and opens the
     /// connection the first session will take, so that a store's first call
-    /// pays for neither: a store opens this beside loading its adapter. A
-    /// failure is left for that first use to meet again and report. No-op on
+    /// pays for neither: a store opens this beside loading its adapter. An
+    /// empty WAL is started on that connection meanwhile ([`ahead`]). A failure
+    /// is left for that first use to meet again and report. No-op on
     /// PostgreSQL.
     pub fn open_ahead(&self) {
         if self.server.is_some() {
             return;
         }
         match self.open_sqlite() {
-            Ok(conn) => *self.ahead.lock().unwrap_or_else(PoisonError::into_inner) = Some(Box::new(conn)),
+            Ok(conn) => self.ahead.keep(conn, &self.durability, self.busy_timeout),
             Err(error) => tracing::debug!(?error, "opening the database ahead failed; its first use tries again"),
         }
     }
 
     /// Closes the connection opened ahead if no session took it.
     pub fn close_ahead(&self) {
-        drop(self.ahead.lock().unwrap_or_else(PoisonError::into_inner).take());
+        drop(self.ahead.take());
     }
 
     /// Waits for this host's turn to write to the database (SQLite only; `None`

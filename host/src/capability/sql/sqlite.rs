@@ -253,6 +253,30 @@ impl Connection for Sqlite {
 }
 
 impl Sqlite {
+    /// Gives an empty WAL its first frame with a commit that changes nothing
+    /// (page 1, `user_version` set to what it is), without waiting for another
+    /// writer: `Ok(false)` if one holds the lock. See [`super::SqlDatabase::open_ahead`].
+    pub fn write_first_frame(&mut self, busy_timeout: Duration) -> Result<bool, SqlErrorKind> {
+        self.conn.busy_timeout(Duration::ZERO).map_err(map_error)?;
+        let written = self.host(|conn| {
+            conn.execute_batch("BEGIN IMMEDIATE")?;
+            let same = conn
+                .query_row("PRAGMA user_version", [], |row| row.get::<_, i64>(0))
+                .and_then(|version| conn.execute_batch(&format!("PRAGMA user_version = {version}")))
+                .and_then(|()| conn.execute_batch("COMMIT"));
+            if same.is_err() && !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            same
+        });
+        self.conn.busy_timeout(busy_timeout).map_err(map_error)?;
+        match written {
+            Ok(()) => Ok(true),
+            Err(SqlErrorKind::Busy) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Runs the host's own transaction control, which the authorizer lets
     /// through only meanwhile.
     fn host<T>(&mut self, run: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T>) -> Result<T, SqlErrorKind> {

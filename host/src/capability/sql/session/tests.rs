@@ -226,3 +226,35 @@ fn an_adapter_statement_cannot_run_transaction_control_in_or_out_of_a_group() ->
     assert_eq!(count(&mut reader)?, 1, "the first call's write, committed with its group; the open call's undone");
     Ok(())
 }
+
+/// An empty WAL gets its first frame (and, at `full`, its flush) when a store
+/// opens its database ahead, and nothing the adapter sees changes.
+#[test]
+fn a_database_opened_ahead_starts_its_empty_wal_and_changes_nothing() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("t.db");
+    let wal = dir.path().join("t.db-wal");
+    let db = Arc::new(SqlDatabase::sqlite(path.clone(), 1 << 20, Duration::from_secs(1), SqlSync::Full));
+    db.open_ahead();
+    // The first session's connection is the one opened ahead, its WAL started.
+    let mut s = SqlSession::new(Arc::clone(&db));
+    let version = ok(s.query("PRAGMA user_version", &[]))?;
+    assert!(matches!(version.rows[0][..], [Value::Integer(0)]), "{version:?}");
+    let frame = 32 + 24 + 4096;
+    assert_eq!(std::fs::metadata(&wal)?.len(), frame, "the WAL holds a header and one frame");
+    let tables = ok(s.query("SELECT count(*) FROM sqlite_master", &[]))?;
+    assert!(matches!(tables.rows[0][..], [Value::Integer(0)]), "{tables:?}");
+    ok(s.begin())?;
+    ok(s.execute("CREATE TABLE t (x)", &[]))?;
+    ok(s.commit())?;
+    // A WAL with frames (kept while a connection is open) is left alone by the
+    // next open.
+    let other = SqlDatabase::sqlite(path, 1 << 20, Duration::from_secs(1), SqlSync::Full);
+    let before = std::fs::metadata(&wal)?.len();
+    assert!(before > frame);
+    other.open_ahead();
+    other.close_ahead();
+    assert_eq!(std::fs::metadata(&wal)?.len(), before);
+    drop(s);
+    Ok(())
+}
