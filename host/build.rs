@@ -122,6 +122,15 @@ fn main() {
     ] {
         command.env_remove(var);
     }
+    // So are profile overrides (`CARGO_PROFILE_RELEASE_DEBUG=…` for a profiling
+    // build): the guests keep their own profile, and the same `.wasm` whatever
+    // the outer build's, or one build's precompiled digests would not match the
+    // `.wasm` another build rewrote in the shared directory.
+    for (var, _) in env::vars_os() {
+        if var.to_str().is_some_and(|var| var.starts_with("CARGO_PROFILE_")) {
+            command.env_remove(var);
+        }
+    }
     let status = command.status().expect("failed to run cargo for the guest adapters");
     if !status.success() {
         panic!(

@@ -50,8 +50,18 @@ impl Ahead {
                     true => durability.started(),
                     false => Ok(()),
                 });
-                if let Err(error) = started {
-                    tracing::debug!(?error, "starting the WAL ahead failed; the first commit starts it");
+                match started {
+                    Ok(()) => {}
+                    // Nothing written: the first commit starts the WAL instead.
+                    Err(error) if empty(durability.wal_path()) => {
+                        tracing::debug!(?error, "starting the WAL ahead failed; the first commit starts it");
+                    }
+                    // The WAL's first frame may be off the disk, and every later
+                    // frame hangs on it: no later flush may report success.
+                    Err(error) => {
+                        tracing::warn!(?error, "starting the WAL failed after writing to it; its flushes now fail");
+                        durability.refuse_flushes();
+                    }
                 }
                 conn
             });
@@ -76,9 +86,21 @@ impl Ahead {
         let slot = self.0.lock().unwrap_or_else(PoisonError::into_inner).take()?;
         let conn = match slot {
             Slot::Ready(conn) => conn,
-            Slot::Starting(handle) => handle.join().ok()?,
+            Slot::Starting(handle) => join(handle)?,
         };
         Some(Box::new(conn))
+    }
+}
+
+/// Waits for the WAL start (its flushes may take milliseconds): on a tokio
+/// worker, through `block_in_place`, so the worker's other tasks move on.
+fn join(handle: JoinHandle<Sqlite>) -> Option<Sqlite> {
+    let on_worker = tokio::runtime::Handle::try_current()
+        .is_ok_and(|runtime| runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if on_worker && !handle.is_finished() {
+        tokio::task::block_in_place(|| handle.join().ok())
+    } else {
+        handle.join().ok()
     }
 }
 

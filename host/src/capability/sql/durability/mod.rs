@@ -80,6 +80,8 @@ pub struct Durability {
     /// This host's writers, held off while a checkpoint catches up (`None`: none to hold).
     writers: Option<Arc<WriteGate>>,
     busy_timeout: Duration,
+    /// Set by [`Self::refuse_flushes`].
+    refused: AtomicBool,
 }
 
 fn io(what: &str, path: &Path, e: std::io::Error) -> SqlErrorKind {
@@ -102,6 +104,7 @@ impl Durability {
             wal_frames: Arc::new(AtomicU64::new(0)),
             writers,
             busy_timeout,
+            refused: AtomicBool::new(false),
         }
     }
 
@@ -148,8 +151,22 @@ impl Durability {
         if self.flush { self.flush_wal() } else { Ok(()) }
     }
 
+    /// After a failed write or flush that may have left the WAL's first frame
+    /// off the disk while later flushes could report success (a failed flush's
+    /// pages are marked clean all the same): every later flush fails, so no
+    /// commit is acknowledged as durable on top of it.
+    pub fn refuse_flushes(&self) {
+        self.refused.store(true, Ordering::Release);
+    }
+
     /// Flushes the WAL (and, the first time, its directory entry).
     fn flush_wal(&self) -> Result<(), SqlErrorKind> {
+        if self.refused.load(Ordering::Acquire) {
+            return Err(SqlErrorKind::Io(format!(
+                "flushing {}: an earlier write or flush of this WAL failed, so its frames may not all be on disk",
+                self.wal.display()
+            )));
+        }
         let (file, opened) = {
             let mut state = self.state();
             // The WAL on disk now: when every connection closed, SQLite checkpointed
@@ -181,11 +198,17 @@ impl Durability {
         // too, beside its data (two flushes at once, not one after the other),
         // and the file is kept only once both are done, so a failed flush of
         // either is tried again whole.
-        let dir = self.wal.parent().unwrap_or(Path::new("."));
+        let dir = self.wal.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let flush_dir = || File::open(dir).and_then(|d| d.sync_all());
         let (data, entry) = std::thread::scope(|scope| {
-            let entry = scope.spawn(|| File::open(dir).and_then(|d| d.sync_all()));
-            let data = file.sync_data();
-            (data, entry.join().unwrap_or_else(|_| Err(std::io::Error::other("the flush panicked"))))
+            match std::thread::Builder::new().spawn_scoped(scope, flush_dir) {
+                Ok(entry) => {
+                    let data = file.sync_data();
+                    (data, entry.join().unwrap_or_else(|_| Err(std::io::Error::other("the flush panicked"))))
+                }
+                // No thread to spare: one after the other.
+                Err(_) => (file.sync_data(), flush_dir()),
+            }
         });
         data.map_err(|e| io("flushing", &self.wal, e))?;
         entry.map_err(|e| io("flushing", dir, e))?;
@@ -313,59 +336,4 @@ impl Durability {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn concurrent_commits_share_flushes_and_all_become_durable() -> Result<(), Box<dyn std::error::Error>> {
-        let dir = tempfile::tempdir()?;
-        let db = dir.path().join("t.db");
-        let conn = rusqlite::Connection::open(&db)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.execute_batch("CREATE TABLE t (x)")?;
-        let durability = Arc::new(Durability::new(&db, true, None, Duration::from_secs(1)));
-        let mut waiters = Vec::new();
-        for _ in 0..32 {
-            let ticket = durability.committed().ok_or("full sync hands out tickets")?;
-            let d = Arc::clone(&durability);
-            waiters.push(tokio::spawn(async move { d.durable(ticket, ticket % 2 == 0).await }));
-        }
-        for waiter in waiters {
-            waiter.await?.map_err(|e| format!("{e:?}"))?;
-        }
-        assert_eq!(*durability.durable.borrow(), 32, "every ticket is durable");
-        let normal = Durability::new(&db, false, None, Duration::from_secs(1));
-        assert!(normal.committed().is_none(), "normal sync waits for nothing");
-        Ok(())
-    }
-
-    /// When every connection closes, SQLite checkpoints the WAL and deletes it; the
-    /// next connection makes a new file. A flush must reach that file, not the
-    /// deleted one the handle still points at.
-    #[test]
-    fn a_flush_follows_the_wal_file_sqlite_uses_now() -> Result<(), Box<dyn std::error::Error>> {
-        use std::os::unix::fs::MetadataExt as _;
-        let dir = tempfile::tempdir()?;
-        let db = dir.path().join("t.db");
-        let wal = dir.path().join("t.db-wal");
-        let durability = Durability::new(&db, true, None, Duration::from_secs(1));
-        let conn = rusqlite::Connection::open(&db)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1)")?;
-        durability.flush_wal().map_err(|e| format!("{e:?}"))?;
-        let first = durability.state().wal.as_ref().ok_or("the WAL is held")?.0.metadata()?.ino();
-        drop(conn);
-        assert!(!wal.exists(), "the last connection to close removes the WAL");
-        let conn = rusqlite::Connection::open(&db)?;
-        conn.execute_batch("INSERT INTO t VALUES (2)")?;
-        durability.flush_wal().map_err(|e| format!("{e:?}"))?;
-        let held = durability.state().wal.as_ref().ok_or("the new WAL is held")?.0.metadata()?.ino();
-        assert_eq!(held, std::fs::metadata(&wal)?.ino(), "the flush went to the WAL on disk");
-        // The old handle kept the deleted file's inode allocated, so a new WAL has another.
-        assert_ne!(first, held, "a new WAL file, not the deleted one");
-        // With no WAL at all, everything was checkpointed (and synced) on close.
-        drop(conn);
-        durability.flush_wal().map_err(|e| format!("{e:?}"))?;
-        Ok(())
-    }
-}
+mod tests;

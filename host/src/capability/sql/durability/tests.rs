@@ -1,0 +1,72 @@
+use super::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_commits_share_flushes_and_all_become_durable() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("t.db");
+    let conn = rusqlite::Connection::open(&db)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.execute_batch("CREATE TABLE t (x)")?;
+    let durability = Arc::new(Durability::new(&db, true, None, Duration::from_secs(1)));
+    let mut waiters = Vec::new();
+    for _ in 0..32 {
+        let ticket = durability.committed().ok_or("full sync hands out tickets")?;
+        let d = Arc::clone(&durability);
+        waiters.push(tokio::spawn(async move { d.durable(ticket, ticket % 2 == 0).await }));
+    }
+    for waiter in waiters {
+        waiter.await?.map_err(|e| format!("{e:?}"))?;
+    }
+    assert_eq!(*durability.durable.borrow(), 32, "every ticket is durable");
+    let normal = Durability::new(&db, false, None, Duration::from_secs(1));
+    assert!(normal.committed().is_none(), "normal sync waits for nothing");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_flushes_are_refused_no_commit_is_reported_durable() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("t.db");
+    let conn = rusqlite::Connection::open(&db)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.execute_batch("CREATE TABLE t (x)")?;
+    let durability = Arc::new(Durability::new(&db, true, None, Duration::from_secs(1)));
+    let ticket = durability.committed().ok_or("full sync hands out tickets")?;
+    durability.durable(ticket, true).await.map_err(|e| format!("{e:?}"))?;
+    durability.refuse_flushes();
+    conn.execute_batch("INSERT INTO t VALUES (1)")?;
+    let ticket = durability.committed().ok_or("full sync hands out tickets")?;
+    let flushed = durability.durable(ticket, true).await;
+    assert!(matches!(flushed, Err(SqlErrorKind::Io(_))), "{flushed:?}");
+    Ok(())
+}
+
+/// When every connection closes, SQLite checkpoints the WAL and deletes it; the
+/// next connection makes a new file. A flush must reach that file, not the
+/// deleted one the handle still points at.
+#[test]
+fn a_flush_follows_the_wal_file_sqlite_uses_now() -> Result<(), Box<dyn std::error::Error>> {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("t.db");
+    let wal = dir.path().join("t.db-wal");
+    let durability = Durability::new(&db, true, None, Duration::from_secs(1));
+    let conn = rusqlite::Connection::open(&db)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1)")?;
+    durability.flush_wal().map_err(|e| format!("{e:?}"))?;
+    let first = durability.state().wal.as_ref().ok_or("the WAL is held")?.0.metadata()?.ino();
+    drop(conn);
+    assert!(!wal.exists(), "the last connection to close removes the WAL");
+    let conn = rusqlite::Connection::open(&db)?;
+    conn.execute_batch("INSERT INTO t VALUES (2)")?;
+    durability.flush_wal().map_err(|e| format!("{e:?}"))?;
+    let held = durability.state().wal.as_ref().ok_or("the new WAL is held")?.0.metadata()?.ino();
+    assert_eq!(held, std::fs::metadata(&wal)?.ino(), "the flush went to the WAL on disk");
+    // The old handle kept the deleted file's inode allocated, so a new WAL has another.
+    assert_ne!(first, held, "a new WAL file, not the deleted one");
+    // With no WAL at all, everything was checkpointed (and synced) on close.
+    drop(conn);
+    durability.flush_wal().map_err(|e| format!("{e:?}"))?;
+    Ok(())
+}
