@@ -1,13 +1,21 @@
 use super::*;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_commits_share_flushes_and_all_become_durable() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = tempfile::tempdir()?;
+/// A database in WAL mode with one table, its connection, and its durability at full sync.
+fn wal_database(
+    dir: &tempfile::TempDir,
+) -> Result<(PathBuf, rusqlite::Connection, Arc<Durability>), Box<dyn std::error::Error>> {
     let db = dir.path().join("t.db");
     let conn = rusqlite::Connection::open(&db)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.execute_batch("CREATE TABLE t (x)")?;
     let durability = Arc::new(Durability::new(&db, true, None, Duration::from_secs(1)));
+    Ok((db, conn, durability))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_commits_share_flushes_and_all_become_durable() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let (db, _conn, durability) = wal_database(&dir)?;
     let mut waiters = Vec::new();
     for _ in 0..32 {
         let ticket = durability.committed().ok_or("full sync hands out tickets")?;
@@ -26,11 +34,7 @@ async fn concurrent_commits_share_flushes_and_all_become_durable() -> Result<(),
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn once_flushes_are_refused_no_commit_is_reported_durable() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
-    let db = dir.path().join("t.db");
-    let conn = rusqlite::Connection::open(&db)?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.execute_batch("CREATE TABLE t (x)")?;
-    let durability = Arc::new(Durability::new(&db, true, None, Duration::from_secs(1)));
+    let (_db, conn, durability) = wal_database(&dir)?;
     let ticket = durability.committed().ok_or("full sync hands out tickets")?;
     durability.durable(ticket, true).await.map_err(|e| format!("{e:?}"))?;
     durability.refuse_flushes();
