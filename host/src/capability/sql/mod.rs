@@ -12,7 +12,7 @@
 //!   made whole under a temporary name, in WAL mode); `durability` (group
 //!   commit), `checkpoint` and `prefill` (WAL space written ahead, so commits
 //!   overwrite it instead of growing the file): a SQLite file's flushes and WAL
-//!   upkeep; `identity`:
+//!   upkeep; `wal_writes` (a VFS shim): a commit's WAL frames in one write; `identity`:
 //!   which file the WAL path names, asked without reading its timestamps.
 //! - `postgres`: a PostgreSQL server (`sql = { url = … }`): a pool per store,
 //!   connections pinned for a transaction.
@@ -39,6 +39,7 @@ mod prefill;
 mod session;
 mod sqlite;
 mod value;
+mod wal_writes;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! WAL mode, so instances read in parallel and writers queue on the busy timeout.
 //! Commits do not flush (`synchronous=NORMAL`) and never checkpoint: the
 //! database's `Durability` flushes the WAL for groups of commits and checkpoints
-//! in the background.
+//! in the background. A commit's WAL frames go in one write (`wal_writes`).
 //! The file is opened with `SQLITE_OPEN_NOFOLLOW` (a symbolic link in its place is
 //! refused, never followed). An authorizer denies ATTACH/DETACH and every pragma
 //! outside a short allow-list, denies transaction control (`BEGIN`, `COMMIT`,
@@ -66,7 +66,11 @@ pub fn open(path: &Path, busy_timeout: Duration, wal_frames: Arc<AtomicU64>) -> 
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;
-    let mut conn = rusqlite::Connection::open_with_flags(path, flags).map_err(map_error)?;
+    let mut conn = match super::wal_writes::vfs() {
+        Some(vfs) => rusqlite::Connection::open_with_flags_and_vfs(path, flags, vfs),
+        None => rusqlite::Connection::open_with_flags(path, flags),
+    }
+    .map_err(map_error)?;
     conn.busy_timeout(busy_timeout).map_err(map_error)?;
     ensure_wal(&conn, busy_timeout)?;
     conn.pragma_update(None, "synchronous", "NORMAL").map_err(map_error)?;
