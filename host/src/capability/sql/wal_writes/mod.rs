@@ -17,25 +17,34 @@
 //!   frame header) is written before any other operation on the WAL file (read,
 //!   size, sync, truncate, lock, close, file control) and before any operation on
 //!   its database file, whose methods hold the wal-index's locks, maps and the
-//!   barrier that publishes a commit; failures are reported by that operation.
+//!   barrier that publishes a commit.
+//! - A held write that fails is reported by the operation that made it, and,
+//!   since SQLite ignores some of those errors (a lock release's, a file
+//!   control's), it also fails every later write and read of that WAL until the
+//!   transaction ends (SQLite releases the WAL's write lock): a transaction that
+//!   lost frames can never commit over the hole. Releases (unlocks, unmaps,
+//!   close) are always passed on, so a failure never leaves a lock held.
 //! - At most [`HOLD`] bytes are held.
 //! - Flushes (`fdatasync`) are unchanged: with `synchronous=NORMAL` SQLite never
 //!   flushed at commit either; the host's group commit flushes afterwards.
 //!
 //! The wal-index barrier cannot report an error. Held bytes found there would
-//! mean SQLite changed how it writes a commit; they are written, counted
-//! ([`late_writes`]; a test keeps it at zero), and a failure there fails every
-//! later operation on that WAL.
+//! mean SQLite changed how it writes a commit; they are written, counted (a
+//! test keeps the count at zero), and a failure there refuses every later write
+//! and read of that WAL.
 
-use std::ffi::{CStr, c_int, c_void};
+use std::ffi::{CStr, c_int};
 use std::ptr;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use rusqlite::ffi;
 
+mod methods;
 #[cfg(test)]
 mod tests;
+
+use self::methods::METHODS;
 
 /// The shim's name, for `sqlite3_open_v2`.
 const NAME: &CStr = c"stowage-wal";
@@ -64,6 +73,10 @@ static LATE: AtomicU64 = AtomicU64::new(0);
 thread_local! {
     /// Writes this thread's shim files made to the wrapped VFS (tests).
     static WRITES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Held writes on this thread fail with `SQLITE_FULL` while set (tests).
+    static FAIL_HELD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Bytes the WAL last touched on this thread holds (tests).
+    static HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// The shim's VFS name once registered; `None` when the platform's VFS is not
@@ -120,31 +133,12 @@ struct Shim {
     at: i64,
     /// Where the page of a commit's last frame goes, once its header is written.
     commit_page_at: Option<i64>,
-    /// A held write failed where it could not be reported (WAL files).
+    /// A held write failed: writes and reads fail until the write lock is released.
     failed: bool,
+    /// A held write failed at the barrier, where SQLite cannot be told: writes
+    /// and reads fail for good.
+    refused: bool,
 }
-
-static METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
-    iVersion: 3,
-    xClose: Some(close),
-    xRead: Some(read),
-    xWrite: Some(write),
-    xTruncate: Some(truncate),
-    xSync: Some(sync),
-    xFileSize: Some(file_size),
-    xLock: Some(lock),
-    xUnlock: Some(unlock),
-    xCheckReservedLock: Some(check_reserved_lock),
-    xFileControl: Some(file_control),
-    xSectorSize: Some(sector_size),
-    xDeviceCharacteristics: Some(device_characteristics),
-    xShmMap: Some(shm_map),
-    xShmLock: Some(shm_lock),
-    xShmBarrier: Some(shm_barrier),
-    xShmUnmap: Some(shm_unmap),
-    xFetch: Some(fetch),
-    xUnfetch: Some(unfetch),
-};
 
 unsafe extern "C" fn open(
     _vfs: *mut ffi::sqlite3_vfs,
@@ -193,6 +187,7 @@ unsafe extern "C" fn open(
             at: 0,
             commit_page_at: None,
             failed: false,
+            refused: false,
         };
         ptr::write(shim, fresh);
     }
@@ -212,13 +207,31 @@ impl Shim {
         unsafe { &*(*self.real).pMethods }
     }
 
-    /// Writes what this WAL holds.
+    /// The WAL this file's held writes go to: itself, or its database's WAL.
+    fn wal(&mut self) -> Option<&mut Shim> {
+        // SAFETY: a peer unlinks itself when it closes, so a set one is open.
+        if self.wal { Some(self) } else { unsafe { self.peer.as_mut() } }
+    }
+
+    /// Writes what this WAL holds; a failure fails the WAL's transaction.
     fn write_held(&mut self) -> c_int {
         if self.held.is_empty() {
             return ffi::SQLITE_OK;
         }
+        #[cfg(test)]
+        let rc = if FAIL_HELD.with(std::cell::Cell::get) {
+            ffi::SQLITE_FULL
+        } else {
+            self.write_through(self.held.as_ptr(), self.held.len(), self.at)
+        };
+        #[cfg(not(test))]
         let rc = self.write_through(self.held.as_ptr(), self.held.len(), self.at);
         self.held.clear();
+        #[cfg(test)]
+        HELD.with(|held| held.set(0));
+        if rc != ffi::SQLITE_OK {
+            self.failed = true;
+        }
         rc
     }
 
@@ -232,25 +245,49 @@ impl Shim {
         unsafe { write(self.real, data.cast(), amount, offset) }
     }
 
-    /// Before any operation but a WAL write: the WAL's held writes are written
-    /// (this file's, or its database's WAL's).
+    /// Before an operation: the held writes are written, and a WAL that lost
+    /// some refuses it.
     fn settle(&mut self) -> c_int {
-        if self.wal {
-            if self.failed {
-                return ffi::SQLITE_IOERR_WRITE;
-            }
-            return self.write_held();
+        let Some(wal) = self.wal() else { return ffi::SQLITE_OK };
+        let rc = wal.write_held();
+        if rc != ffi::SQLITE_OK {
+            return rc;
         }
-        // SAFETY: a peer unlinks itself when it closes, so a set one is open.
-        match unsafe { self.peer.as_mut() } {
-            Some(wal) => wal.settle(),
-            None => ffi::SQLITE_OK,
+        // The database file itself is intact: only the WAL's reads and writes
+        // could meet the lost frames.
+        if self.wal && (self.failed || self.refused) { ffi::SQLITE_IOERR_WRITE } else { ffi::SQLITE_OK }
+    }
+
+    /// Before a release, which is always passed on: the held writes are written
+    /// if they can be (a failure fails the WAL's transaction, as above).
+    fn settle_for_release(&mut self) {
+        if let Some(wal) = self.wal() {
+            wal.write_held();
+        }
+    }
+
+    /// SQLite released the WAL's write lock: the transaction is over, committed
+    /// or rolled back, and what a failed write lost lies past its last frame.
+    fn transaction_ended(&mut self) {
+        if let Some(wal) = self.wal() {
+            wal.failed = false;
+        }
+    }
+
+    /// The barrier that publishes a commit: anything still held is written, and
+    /// a failure, which SQLite cannot be told of, refuses the WAL for good.
+    fn before_barrier(&mut self) {
+        let Some(wal) = self.wal().filter(|wal| !wal.held.is_empty()) else { return };
+        LATE.fetch_add(1, Ordering::Relaxed);
+        if wal.write_held() != ffi::SQLITE_OK {
+            tracing::error!("a WAL write failed where SQLite could not be told; the connection's WAL is refused");
+            wal.refused = true;
         }
     }
 
     /// A write to the WAL: held, or written at once with what is held.
     fn hold(&mut self, bytes: &[u8], offset: i64) -> c_int {
-        if self.failed {
+        if self.failed || self.refused {
             return ffi::SQLITE_IOERR_WRITE;
         }
         let completes = self.commit_page_at.take() == Some(offset);
@@ -274,123 +311,8 @@ impl Shim {
             self.at = offset;
         }
         self.held.extend_from_slice(bytes);
+        #[cfg(test)]
+        HELD.with(|held| held.set(self.held.len()));
         if completes { self.write_held() } else { ffi::SQLITE_OK }
-    }
-}
-
-unsafe extern "C" fn close(file: *mut ffi::sqlite3_file) -> c_int {
-    // SAFETY: SQLite closes an open shim file once; it is dropped here.
-    unsafe {
-        let shim = shim(file);
-        let settled = if shim.wal && !shim.failed { shim.write_held() } else { ffi::SQLITE_OK };
-        if let Some(peer) = shim.peer.as_mut() {
-            peer.peer = ptr::null_mut();
-        }
-        let closed = match shim.methods().xClose {
-            Some(close) => close(shim.real),
-            None => ffi::SQLITE_OK,
-        };
-        ptr::drop_in_place(file.cast::<Shim>());
-        if settled != ffi::SQLITE_OK { settled } else { closed }
-    }
-}
-
-unsafe extern "C" fn write(file: *mut ffi::sqlite3_file, data: *const c_void, amount: c_int, offset: i64) -> c_int {
-    // SAFETY: SQLite passes an open file and `amount` readable bytes at `data`.
-    unsafe {
-        let shim = shim(file);
-        let Ok(len) = usize::try_from(amount) else { return ffi::SQLITE_IOERR_WRITE };
-        if shim.wal {
-            return shim.hold(std::slice::from_raw_parts(data.cast::<u8>(), len), offset);
-        }
-        let rc = shim.settle();
-        if rc != ffi::SQLITE_OK {
-            return rc;
-        }
-        shim.write_through(data.cast(), len, offset)
-    }
-}
-
-unsafe extern "C" fn shm_barrier(file: *mut ffi::sqlite3_file) {
-    // SAFETY: SQLite passes an open file.
-    unsafe {
-        let shim = shim(file);
-        if let Some(wal) = shim.peer.as_mut().filter(|wal| !wal.held.is_empty()) {
-            LATE.fetch_add(1, Ordering::Relaxed);
-            if wal.write_held() != ffi::SQLITE_OK {
-                tracing::error!("a WAL write failed where SQLite could not be told; the connection's WAL is refused");
-                wal.failed = true;
-            }
-        }
-        if let Some(barrier) = shim.methods().xShmBarrier {
-            barrier(shim.real);
-        }
-    }
-}
-
-/// Forwards a method to the wrapped file once the WAL's held writes are written.
-macro_rules! settled {
-    ($name:ident, $method:ident, $missing:expr, ($($arg:ident: $ty:ty),*)) => {
-        unsafe extern "C" fn $name(file: *mut ffi::sqlite3_file $(, $arg: $ty)*) -> c_int {
-            // SAFETY: SQLite passes an open file and the method's own arguments.
-            unsafe {
-                let shim = shim(file);
-                let rc = shim.settle();
-                if rc != ffi::SQLITE_OK {
-                    return rc;
-                }
-                match shim.methods().$method {
-                    Some(method) => method(shim.real $(, $arg)*),
-                    None => $missing,
-                }
-            }
-        }
-    };
-}
-
-settled!(read, xRead, ffi::SQLITE_IOERR_READ, (data: *mut c_void, amount: c_int, offset: i64));
-settled!(truncate, xTruncate, ffi::SQLITE_IOERR_TRUNCATE, (size: i64));
-settled!(sync, xSync, ffi::SQLITE_IOERR_FSYNC, (flags: c_int));
-settled!(file_size, xFileSize, ffi::SQLITE_IOERR_FSTAT, (size: *mut i64));
-settled!(lock, xLock, ffi::SQLITE_IOERR_LOCK, (level: c_int));
-settled!(unlock, xUnlock, ffi::SQLITE_IOERR_UNLOCK, (level: c_int));
-settled!(check_reserved_lock, xCheckReservedLock, ffi::SQLITE_IOERR_CHECKRESERVEDLOCK, (out: *mut c_int));
-settled!(file_control, xFileControl, ffi::SQLITE_NOTFOUND, (op: c_int, arg: *mut c_void));
-settled!(shm_map, xShmMap, ffi::SQLITE_IOERR_SHMMAP, (page: c_int, size: c_int, extend: c_int, out: *mut *mut c_void));
-settled!(shm_lock, xShmLock, ffi::SQLITE_IOERR_SHMLOCK, (offset: c_int, n: c_int, flags: c_int));
-settled!(shm_unmap, xShmUnmap, ffi::SQLITE_OK, (delete: c_int));
-settled!(unfetch, xUnfetch, ffi::SQLITE_OK, (offset: i64, page: *mut c_void));
-
-unsafe extern "C" fn fetch(file: *mut ffi::sqlite3_file, offset: i64, amount: c_int, out: *mut *mut c_void) -> c_int {
-    // SAFETY: SQLite passes an open file and a place for the result.
-    unsafe {
-        let shim = shim(file);
-        let rc = shim.settle();
-        if rc != ffi::SQLITE_OK {
-            return rc;
-        }
-        match shim.methods().xFetch {
-            Some(fetch) => fetch(shim.real, offset, amount, out),
-            None => {
-                *out = ptr::null_mut();
-                ffi::SQLITE_OK
-            }
-        }
-    }
-}
-
-unsafe extern "C" fn sector_size(file: *mut ffi::sqlite3_file) -> c_int {
-    // SAFETY: SQLite passes an open file.
-    unsafe {
-        let shim = shim(file);
-        shim.methods().xSectorSize.map_or(4096, |method| method(shim.real))
-    }
-}
-
-unsafe extern "C" fn device_characteristics(file: *mut ffi::sqlite3_file) -> c_int {
-    // SAFETY: SQLite passes an open file.
-    unsafe {
-        let shim = shim(file);
-        shim.methods().xDeviceCharacteristics.map_or(0, |method| method(shim.real))
     }
 }

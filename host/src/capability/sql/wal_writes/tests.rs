@@ -57,6 +57,28 @@ fn a_commit_of_many_pages_is_one_write_and_every_reader_sees_it() -> TestResult 
     let before = writes();
     writer.execute("UPDATE t SET body = x'01' WHERE id = 1", [])?;
     assert!(writes() - before <= 2);
+    // A commit of ~450 KB, more than is held: a write for each share of it.
+    let before = writes();
+    let tx = writer.transaction()?;
+    for _ in 0..150 {
+        tx.execute("INSERT INTO t (body) VALUES (?1)", params![vec![9u8; 3000]])?;
+    }
+    tx.commit()?;
+    let made = writes() - before;
+    assert!((4..=8).contains(&made), "{made} writes for ~450 KB");
+    assert_eq!(rows(&reader)?.len(), 350);
+    // Checkpointed by another connection, the WAL starts over at its header.
+    let (busy, _, _): (i64, i64, i64) =
+        reader.query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    assert_eq!(busy, 0);
+    let before = writes();
+    let tx = writer.transaction()?;
+    for _ in 0..5 {
+        tx.execute("INSERT INTO t (body) VALUES (?1)", params![vec![10u8; 3000]])?;
+    }
+    tx.commit()?;
+    assert!(writes() - before <= 2, "the new header and the commit's frames");
+    assert_eq!(rows(&reader)?.len(), 355);
     assert_eq!(late_writes(), 0);
     Ok(())
 }
@@ -113,5 +135,60 @@ fn spills_rewritten_frames_big_commits_and_rollbacks_read_back_and_recover() -> 
     assert_eq!(late_writes(), 0, "every commit was written before SQLite published it");
     drop(writer);
     assert_eq!(rows(&reader)?, expected, "closing (a checkpoint) keeps it all");
+    Ok(())
+}
+
+#[test]
+fn a_held_write_that_fails_fails_its_transaction_and_keeps_no_lock() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("t.db");
+    // A 10-page cache: the transaction below spills, and its commit is held too.
+    let writer = through_shim(&db, 10)?;
+    writer.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")?;
+    writer.execute("INSERT INTO t (id, body) VALUES (0, x'00')", [])?;
+    let reader = Connection::open(&db)?;
+    let before = rows(&reader)?;
+    writer.execute_batch("BEGIN IMMEDIATE")?;
+    FAIL_HELD.with(|fail| fail.set(true));
+    let inserted = (1..=60i64).try_for_each(|id| {
+        writer.execute("INSERT INTO t (id, body) VALUES (?1, ?2)", params![id, vec![7u8; 3000]]).map(drop)
+    });
+    let committed = inserted.and_then(|()| writer.execute_batch("COMMIT"));
+    FAIL_HELD.with(|fail| fail.set(false));
+    assert!(committed.is_err(), "a transaction that lost frames does not commit");
+    // SQLite may have rolled it back already.
+    let _ = writer.execute_batch("ROLLBACK");
+    assert_eq!(rows(&reader)?, before, "a reader sees none of it");
+    // No lock was kept: another connection writes at once, and so does the writer.
+    let other = Connection::open(&db)?;
+    other.busy_timeout(std::time::Duration::ZERO)?;
+    other.execute_batch("BEGIN IMMEDIATE; INSERT INTO t (id, body) VALUES (100, x'01'); COMMIT")?;
+    writer.execute("INSERT INTO t (id, body) VALUES (101, x'02')", [])?;
+    let expected = [before, vec![(100, 1, 1), (101, 1, 2)]].concat();
+    assert_eq!(rows(&reader)?, expected);
+    // Spilled frames still held when the transaction is rolled back, and their
+    // write fails: the rollback's lock releases still reach SQLite's file.
+    writer.execute_batch("BEGIN IMMEDIATE")?;
+    let mut id = 200i64;
+    while HELD.with(std::cell::Cell::get) == 0 && id < 400 {
+        writer.execute("INSERT INTO t (id, body) VALUES (?1, ?2)", params![id, vec![8u8; 3000]])?;
+        id += 1;
+    }
+    assert!(HELD.with(std::cell::Cell::get) > 0, "a spill is held");
+    FAIL_HELD.with(|fail| fail.set(true));
+    let _ = writer.execute_batch("ROLLBACK");
+    FAIL_HELD.with(|fail| fail.set(false));
+    other.execute_batch("BEGIN IMMEDIATE; INSERT INTO t (id, body) VALUES (102, x'03'); COMMIT")?;
+    writer.execute("INSERT INTO t (id, body) VALUES (103, x'04')", [])?;
+    let expected = [expected, vec![(102, 1, 3), (103, 1, 4)]].concat();
+    assert_eq!(rows(&reader)?, expected);
+    // What a crash would leave now recovers exactly that.
+    let copy = dir.path().join("copy.db");
+    std::fs::copy(&db, &copy)?;
+    std::fs::copy(dir.path().join("t.db-wal"), dir.path().join("copy.db-wal"))?;
+    let recovered = Connection::open(&copy)?;
+    assert_eq!(rows(&recovered)?, expected);
+    let check: String = recovered.query_row("PRAGMA integrity_check", [], |row| row.get(0))?;
+    assert_eq!(check, "ok");
     Ok(())
 }
