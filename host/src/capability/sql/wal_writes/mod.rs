@@ -49,8 +49,9 @@ use self::methods::METHODS;
 /// The shim's name, for `sqlite3_open_v2`.
 const NAME: &CStr = c"stowage-wal";
 
-/// The VFS wrapped. Its methods other than `xOpen` ignore their VFS argument and
-/// read only `pAppData`, so the shim's copy of it serves them unchanged.
+/// The VFS wrapped. Its methods other than `xOpen` ignore their VFS argument
+/// (SQLite 3.54's `unix*` functions), so the shim's copy of it serves them
+/// unchanged; `xOpen` is handed the wrapped VFS itself.
 const WRAPPED: &CStr = c"unix";
 
 /// Bytes held at most before they are written: under 128 KiB, since the `unix`

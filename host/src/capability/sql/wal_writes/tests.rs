@@ -33,13 +33,32 @@ fn rows(conn: &Connection) -> rusqlite::Result<Vec<(i64, usize, u8)>> {
     rows.collect()
 }
 
+/// A database with table `t` in `dir`: its writer through the shim (a page
+/// cache of `cache_pages`), and a reader on the default VFS.
+fn table(dir: &Path, cache_pages: i64) -> Result<(Connection, Connection), Box<dyn std::error::Error>> {
+    let db = dir.join("t.db");
+    let writer = through_shim(&db, cache_pages)?;
+    writer.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")?;
+    let reader = Connection::open(&db)?;
+    Ok((writer, reader))
+}
+
+/// A copy of `dir`'s database and WAL as they are now, the writer still open
+/// (nothing checkpointed: what a crash leaves), recovers exactly `expected`.
+fn assert_recovers(dir: &Path, expected: &[(i64, usize, u8)]) -> TestResult {
+    std::fs::copy(dir.join("t.db"), dir.join("copy.db"))?;
+    std::fs::copy(dir.join("t.db-wal"), dir.join("copy.db-wal"))?;
+    let recovered = Connection::open(dir.join("copy.db"))?;
+    assert_eq!(rows(&recovered)?, expected, "the WAL alone recovers every commit");
+    let check: String = recovered.query_row("PRAGMA integrity_check", [], |row| row.get(0))?;
+    assert_eq!(check, "ok");
+    Ok(())
+}
+
 #[test]
 fn a_commit_of_many_pages_is_one_write_and_every_reader_sees_it() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let db = dir.path().join("t.db");
-    let mut writer = through_shim(&db, 2000)?;
-    writer.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")?;
-    let reader = Connection::open(&db)?;
+    let (mut writer, reader) = table(dir.path(), 2000)?;
     for round in 0..20u8 {
         let before = writes();
         let tx = writer.transaction()?;
@@ -86,13 +105,10 @@ fn a_commit_of_many_pages_is_one_write_and_every_reader_sees_it() -> TestResult 
 #[test]
 fn spills_rewritten_frames_big_commits_and_rollbacks_read_back_and_recover() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let db = dir.path().join("t.db");
     // A 10-page cache: a transaction of more spills its pages to the WAL before it
     // commits, and a page changed again after its spill is written over in place
     // (SQLite then rewrites the transaction's frame headers at commit).
-    let mut writer = through_shim(&db, 10)?;
-    writer.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")?;
-    let reader = Connection::open(&db)?;
+    let (mut writer, reader) = table(dir.path(), 10)?;
     let mut expected = Vec::new();
     let mut next_id = 1i64;
     for round in 0..6u8 {
@@ -123,15 +139,7 @@ fn spills_rewritten_frames_big_commits_and_rollbacks_read_back_and_recover() -> 
         }
         assert_eq!(rows(&reader)?, expected, "round {round}: a reader sees exactly what was committed");
     }
-    // A copy of the files as they are now, the writer still open (nothing
-    // checkpointed): what a crash would leave, recovered from the WAL.
-    let copy = dir.path().join("copy.db");
-    std::fs::copy(&db, &copy)?;
-    std::fs::copy(dir.path().join("t.db-wal"), dir.path().join("copy.db-wal"))?;
-    let recovered = Connection::open(&copy)?;
-    assert_eq!(rows(&recovered)?, expected, "the WAL alone recovers every commit");
-    let check: String = recovered.query_row("PRAGMA integrity_check", [], |row| row.get(0))?;
-    assert_eq!(check, "ok");
+    assert_recovers(dir.path(), &expected)?;
     assert_eq!(late_writes(), 0, "every commit was written before SQLite published it");
     drop(writer);
     assert_eq!(rows(&reader)?, expected, "closing (a checkpoint) keeps it all");
@@ -141,12 +149,9 @@ fn spills_rewritten_frames_big_commits_and_rollbacks_read_back_and_recover() -> 
 #[test]
 fn a_held_write_that_fails_fails_its_transaction_and_keeps_no_lock() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let db = dir.path().join("t.db");
     // A 10-page cache: the transaction below spills, and its commit is held too.
-    let writer = through_shim(&db, 10)?;
-    writer.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")?;
+    let (writer, reader) = table(dir.path(), 10)?;
     writer.execute("INSERT INTO t (id, body) VALUES (0, x'00')", [])?;
-    let reader = Connection::open(&db)?;
     let before = rows(&reader)?;
     writer.execute_batch("BEGIN IMMEDIATE")?;
     FAIL_HELD.with(|fail| fail.set(true));
@@ -160,7 +165,7 @@ fn a_held_write_that_fails_fails_its_transaction_and_keeps_no_lock() -> TestResu
     let _ = writer.execute_batch("ROLLBACK");
     assert_eq!(rows(&reader)?, before, "a reader sees none of it");
     // No lock was kept: another connection writes at once, and so does the writer.
-    let other = Connection::open(&db)?;
+    let other = Connection::open(dir.path().join("t.db"))?;
     other.busy_timeout(std::time::Duration::ZERO)?;
     other.execute_batch("BEGIN IMMEDIATE; INSERT INTO t (id, body) VALUES (100, x'01'); COMMIT")?;
     writer.execute("INSERT INTO t (id, body) VALUES (101, x'02')", [])?;
@@ -182,13 +187,5 @@ fn a_held_write_that_fails_fails_its_transaction_and_keeps_no_lock() -> TestResu
     writer.execute("INSERT INTO t (id, body) VALUES (103, x'04')", [])?;
     let expected = [expected, vec![(102, 1, 3), (103, 1, 4)]].concat();
     assert_eq!(rows(&reader)?, expected);
-    // What a crash would leave now recovers exactly that.
-    let copy = dir.path().join("copy.db");
-    std::fs::copy(&db, &copy)?;
-    std::fs::copy(dir.path().join("t.db-wal"), dir.path().join("copy.db-wal"))?;
-    let recovered = Connection::open(&copy)?;
-    assert_eq!(rows(&recovered)?, expected);
-    let check: String = recovered.query_row("PRAGMA integrity_check", [], |row| row.get(0))?;
-    assert_eq!(check, "ok");
-    Ok(())
+    assert_recovers(dir.path(), &expected)
 }
