@@ -34,7 +34,8 @@ unsafe extern "C" fn close(file: *mut ffi::sqlite3_file) -> c_int {
     // SAFETY: SQLite closes an open shim file once; it is dropped here.
     unsafe {
         let shim = shim(file);
-        let settled = if shim.wal && !shim.failed && !shim.refused { shim.write_held() } else { ffi::SQLITE_OK };
+        let settled =
+            if shim.wal && shim.lost_from.is_none() && !shim.refused { shim.write_held() } else { ffi::SQLITE_OK };
         if let Some(peer) = shim.peer.as_mut() {
             peer.peer = ptr::null_mut();
         }
@@ -83,6 +84,24 @@ unsafe extern "C" fn shm_lock(file: *mut ffi::sqlite3_file, offset: c_int, n: c_
             shim.transaction_ended();
         }
         rc
+    }
+}
+
+unsafe extern "C" fn read(file: *mut ffi::sqlite3_file, data: *mut c_void, amount: c_int, offset: i64) -> c_int {
+    // SAFETY: SQLite passes an open file and room for `amount` bytes at `data`.
+    unsafe {
+        let shim = shim(file);
+        let rc = shim.settle();
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        if shim.wal && shim.meets_lost(offset, amount) {
+            return ffi::SQLITE_IOERR_READ;
+        }
+        match shim.methods().xRead {
+            Some(read) => read(shim.real, data, amount, offset),
+            None => ffi::SQLITE_IOERR_READ,
+        }
     }
 }
 
@@ -137,7 +156,6 @@ macro_rules! released {
     };
 }
 
-settled!(read, xRead, ffi::SQLITE_IOERR_READ, (data: *mut c_void, amount: c_int, offset: i64));
 settled!(truncate, xTruncate, ffi::SQLITE_IOERR_TRUNCATE, (size: i64));
 settled!(sync, xSync, ffi::SQLITE_IOERR_FSYNC, (flags: c_int));
 settled!(file_size, xFileSize, ffi::SQLITE_IOERR_FSTAT, (size: *mut i64));

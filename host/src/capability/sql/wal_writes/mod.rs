@@ -20,10 +20,14 @@
 //!   barrier that publishes a commit.
 //! - A held write that fails is reported by the operation that made it, and,
 //!   since SQLite ignores some of those errors (a lock release's, a file
-//!   control's), it also fails every later write and read of that WAL until the
-//!   transaction ends (SQLite releases the WAL's write lock): a transaction that
-//!   lost frames can never commit over the hole. Releases (unlocks, unmaps,
-//!   close) are always passed on, so a failure never leaves a lock held.
+//!   control's), it also fails every later write of that WAL, and every read
+//!   of what was lost, until the transaction ends (SQLite releases the WAL's
+//!   write lock, lock 0, only then): a transaction that lost frames can never
+//!   commit over the hole, even after a `ROLLBACK TO` past them, while its
+//!   rollback still reads the committed frames. Releases (unlocks, unmaps,
+//!   close) are always passed on, so a failure never leaves a lock held. This
+//!   relies on SQLite's shared-memory locks, which `locking_mode=EXCLUSIVE`
+//!   would skip; the authorizer denies that pragma to adapters.
 //! - At most [`HOLD`] bytes are held.
 //! - Flushes (`fdatasync`) are unchanged: with `synchronous=NORMAL` SQLite never
 //!   flushed at commit either; the host's group commit flushes afterwards.
@@ -134,8 +138,9 @@ struct Shim {
     at: i64,
     /// Where the page of a commit's last frame goes, once its header is written.
     commit_page_at: Option<i64>,
-    /// A held write failed: writes and reads fail until the write lock is released.
-    failed: bool,
+    /// Where the first held write that failed began: the transaction's later
+    /// writes, and reads from there on, fail until the write lock is released.
+    lost_from: Option<i64>,
     /// A held write failed at the barrier, where SQLite cannot be told: writes
     /// and reads fail for good.
     refused: bool,
@@ -187,7 +192,7 @@ unsafe extern "C" fn open(
             held: Vec::new(),
             at: 0,
             commit_page_at: None,
-            failed: false,
+            lost_from: None,
             refused: false,
         };
         ptr::write(shim, fresh);
@@ -231,9 +236,16 @@ impl Shim {
         #[cfg(test)]
         HELD.with(|held| held.set(0));
         if rc != ffi::SQLITE_OK {
-            self.failed = true;
+            self.lost_from = Some(self.lost_from.map_or(self.at, |lost| lost.min(self.at)));
         }
         rc
+    }
+
+    /// Whether a read of the WAL would meet bytes a failed write lost (or the
+    /// WAL is refused). What lies before them is what SQLite wrote, so a
+    /// rollback still reads the committed frames it needs.
+    fn meets_lost(&self, offset: i64, amount: c_int) -> bool {
+        self.refused || self.lost_from.is_some_and(|lost| offset.saturating_add(i64::from(amount)) > lost)
     }
 
     fn write_through(&mut self, data: *const u8, len: usize, offset: i64) -> c_int {
@@ -255,8 +267,8 @@ impl Shim {
             return rc;
         }
         // The database file itself is intact: only the WAL's reads and writes
-        // could meet the lost frames.
-        if self.wal && (self.failed || self.refused) { ffi::SQLITE_IOERR_WRITE } else { ffi::SQLITE_OK }
+        // could meet lost frames (see `meets_lost` and `hold`).
+        if self.wal && self.refused { ffi::SQLITE_IOERR_WRITE } else { ffi::SQLITE_OK }
     }
 
     /// Before a release, which is always passed on: the held writes are written
@@ -271,7 +283,7 @@ impl Shim {
     /// or rolled back, and what a failed write lost lies past its last frame.
     fn transaction_ended(&mut self) {
         if let Some(wal) = self.wal() {
-            wal.failed = false;
+            wal.lost_from = None;
         }
     }
 
@@ -288,7 +300,7 @@ impl Shim {
 
     /// A write to the WAL: held, or written at once with what is held.
     fn hold(&mut self, bytes: &[u8], offset: i64) -> c_int {
-        if self.failed || self.refused {
+        if self.lost_from.is_some() || self.refused {
             return ffi::SQLITE_IOERR_WRITE;
         }
         let completes = self.commit_page_at.take() == Some(offset);
