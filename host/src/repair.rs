@@ -20,20 +20,31 @@ pub fn result_ids(messages: &[Message]) -> HashSet<String> {
         .collect()
 }
 
-/// Calls in `page` with no result later in `page` nor in `later_results`.
+/// Calls in `page` with no result later in `page` nor in `later_results`, in
+/// page order. One pass from the newest message back, collecting the results
+/// seen so far (linear in the page, where a set of later results built for
+/// each message was quadratic).
 pub fn orphaned_calls(page: &[Message], later_results: &HashSet<String>) -> Vec<OrphanedCall> {
+    let mut after: HashSet<&str> = HashSet::new();
     let mut orphans = Vec::new();
-    for (index, message) in page.iter().enumerate() {
-        let after = result_ids(&page[index + 1..]);
+    for message in page.iter().rev() {
+        let first = orphans.len();
         for part in &message.parts {
             if let Part::ToolCall { id, name, .. } = part
-                && !after.contains(id)
+                && !after.contains(id.as_str())
                 && !later_results.contains(id)
             {
                 orphans.push(OrphanedCall { seq: message.seq, call_id: id.clone(), name: name.clone() });
             }
         }
+        // Back in part order within the message once the whole list is reversed.
+        orphans[first..].reverse();
+        after.extend(message.parts.iter().filter_map(|p| match p {
+            Part::ToolResult { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        }));
     }
+    orphans.reverse();
     orphans
 }
 
@@ -126,6 +137,32 @@ mod tests {
         assert_eq!(orphans, vec![OrphanedCall { seq: 2, call_id: "b".into(), name: "g".into() }]);
         let later: HashSet<String> = ["b".to_owned()].into();
         assert!(orphaned_calls(&turn(), &later).is_empty(), "a result beyond the page counts");
+    }
+
+    #[test]
+    fn orphans_come_in_page_order_and_only_a_later_result_counts() {
+        let page = vec![
+            message(1, Role::Assistant, vec![Part::tool_call("a", "f", "{}"), Part::tool_call("b", "f", "{}")]),
+            // A result in the message of its call, or before it, does not count.
+            message(2, Role::Tool, vec![Part::tool_result("c", "early", false)]),
+            message(
+                3,
+                Role::Assistant,
+                vec![
+                    Part::tool_call("c", "g", "{}"),
+                    Part::tool_call("d", "g", "{}"),
+                    Part::tool_result("d", "", false),
+                ],
+            ),
+            message(4, Role::Tool, vec![Part::tool_result("a", "done", false)]),
+            message(5, Role::Assistant, vec![Part::tool_call("e", "h", "{}"), Part::tool_call("f", "h", "{}")]),
+        ];
+        let ids = |orphans: Vec<OrphanedCall>| orphans.into_iter().map(|o| (o.seq, o.call_id)).collect::<Vec<_>>();
+        let expected = [(1, "b"), (3, "c"), (3, "d"), (5, "e"), (5, "f")];
+        assert_eq!(ids(orphaned_calls(&page, &HashSet::new())), expected.map(|(seq, id)| (seq, id.to_owned())));
+        let later: HashSet<String> = ["e".to_owned(), "c".to_owned()].into();
+        let expected = [(1, "b"), (3, "d"), (5, "f")];
+        assert_eq!(ids(orphaned_calls(&page, &later)), expected.map(|(seq, id)| (seq, id.to_owned())));
     }
 
     #[test]

@@ -173,10 +173,26 @@ impl Protector {
             };
         }
         let Some(id) = tag::key_id(tag) else { return Verdict::Refused("the tag is malformed".into()) };
+        // The common case, a key this host holds, under the read lock alone: no
+        // reference count taken per record (the records of a page are checked on
+        // several threads, which would all bump the same one).
+        {
+            let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some(mac) = state.macs.get(&id) {
+                return Self::verdict_of(mac.verify(tag, binding, payload));
+            }
+        }
         match self.state_with(id).macs.get(&id) {
             None => Verdict::Refused(format!("the tag names key {id}, which this store does not have")),
-            Some(mac) if mac.verify(tag, binding, payload) => Verdict::Verified,
-            Some(_) => Verdict::Refused("the tag does not match the record (changed, moved or forged)".into()),
+            Some(mac) => Self::verdict_of(mac.verify(tag, binding, payload)),
+        }
+    }
+
+    fn verdict_of(matches: bool) -> Verdict {
+        if matches {
+            Verdict::Verified
+        } else {
+            Verdict::Refused("the tag does not match the record (changed, moved or forged)".into())
         }
     }
 

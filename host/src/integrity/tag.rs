@@ -25,7 +25,8 @@ pub struct Binding {
 impl Binding {
     /// A binding for records of `domain` (e.g. `"stowage/message/v1"`).
     pub fn new(domain: &str) -> Self {
-        let mut binding = Self { bytes: Vec::with_capacity(128) };
+        // A message's binding (eight fields, a UUID among them) is ~170 bytes.
+        let mut binding = Self { bytes: Vec::with_capacity(256) };
         binding.push(b'd', domain.as_bytes());
         binding
     }
