@@ -82,6 +82,9 @@ pub struct Durability {
     busy_timeout: Duration,
     /// Set by [`Self::refuse_flushes`].
     refused: AtomicBool,
+    /// Makes the next flush of the WAL's data fail (tests).
+    #[cfg(test)]
+    fail_next_flush: AtomicBool,
 }
 
 fn io(what: &str, path: &Path, e: std::io::Error) -> SqlErrorKind {
@@ -105,6 +108,8 @@ impl Durability {
             writers,
             busy_timeout,
             refused: AtomicBool::new(false),
+            #[cfg(test)]
+            fail_next_flush: AtomicBool::new(false),
         }
     }
 
@@ -159,6 +164,25 @@ impl Durability {
         self.refused.store(true, Ordering::Release);
     }
 
+    /// Flushes the WAL's data. A failure refuses every later flush: the kernel
+    /// may have marked the pages it could not write clean, so a later flush
+    /// would not write them again and could succeed, acknowledging commits that
+    /// hang on frames off the disk. The store reports every later commit as not
+    /// durable until it is opened again (SQLite then recovers from what is on
+    /// disk).
+    fn flush_data(&self, file: &File) -> Result<(), SqlErrorKind> {
+        #[cfg(test)]
+        let injected = self.fail_next_flush.swap(false, Ordering::AcqRel);
+        #[cfg(not(test))]
+        let injected = false;
+        let flushed = if injected { Err(std::io::Error::other("injected flush failure")) } else { file.sync_data() };
+        flushed.map_err(|e| {
+            tracing::error!(wal = %self.wal.display(), error = %e, "flushing the WAL failed; no later commit will be acknowledged as durable");
+            self.refuse_flushes();
+            io("flushing", &self.wal, e)
+        })
+    }
+
     /// Flushes the WAL (and, the first time, its directory entry).
     fn flush_wal(&self) -> Result<(), SqlErrorKind> {
         if self.refused.load(Ordering::Acquire) {
@@ -192,7 +216,7 @@ impl Durability {
             }
         };
         let Some(opened) = opened else {
-            return file.sync_data().map_err(|e| io("flushing", &self.wal, e));
+            return self.flush_data(&file);
         };
         // A WAL this flush is the first to see: its directory entry is flushed
         // too, beside its data (two flushes at once, not one after the other),
@@ -203,14 +227,16 @@ impl Durability {
         let (data, entry) = std::thread::scope(|scope| {
             match std::thread::Builder::new().spawn_scoped(scope, flush_dir) {
                 Ok(entry) => {
-                    let data = file.sync_data();
+                    let data = self.flush_data(&file);
                     (data, entry.join().unwrap_or_else(|_| Err(std::io::Error::other("the flush panicked"))))
                 }
                 // No thread to spare: one after the other.
-                Err(_) => (file.sync_data(), flush_dir()),
+                Err(_) => (self.flush_data(&file), flush_dir()),
             }
         });
-        data.map_err(|e| io("flushing", &self.wal, e))?;
+        data?;
+        // A directory entry that failed to flush is flushed again, whole, by the
+        // next flush (the file is not kept as flushed).
         entry.map_err(|e| io("flushing", dir, e))?;
         let mut state = self.state();
         if state.wal.as_ref().is_none_or(|(_, held)| *held != opened) {

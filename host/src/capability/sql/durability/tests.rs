@@ -45,6 +45,33 @@ async fn once_flushes_are_refused_no_commit_is_reported_durable() -> Result<(), 
     Ok(())
 }
 
+/// After a failed flush of the WAL's data, no later flush reports success, even
+/// one the disk would take: the failed one's pages may be marked clean, off the
+/// disk. Both paths: the WAL's first flush (beside its directory's) and a later one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_flush_refuses_every_later_one() -> Result<(), Box<dyn std::error::Error>> {
+    for fail_first in [true, false] {
+        let dir = tempfile::tempdir()?;
+        let (_db, conn, durability) = wal_database(&dir)?;
+        if !fail_first {
+            let ticket = durability.committed().ok_or("full sync hands out tickets")?;
+            durability.durable(ticket, true).await.map_err(|e| format!("{e:?}"))?;
+        }
+        conn.execute_batch("INSERT INTO t VALUES (1)")?;
+        let ticket = durability.committed().ok_or("full sync hands out tickets")?;
+        durability.fail_next_flush.store(true, Ordering::Release);
+        let failed = durability.durable(ticket, true).await;
+        assert!(matches!(failed, Err(SqlErrorKind::Io(_))), "{failed:?}");
+        for _ in 0..2 {
+            conn.execute_batch("INSERT INTO t VALUES (2)")?;
+            let ticket = durability.committed().ok_or("full sync hands out tickets")?;
+            let later = durability.durable(ticket, true).await;
+            assert!(matches!(later, Err(SqlErrorKind::Io(_))), "a later flush is refused ({fail_first}): {later:?}");
+        }
+    }
+    Ok(())
+}
+
 /// When every connection closes, SQLite checkpoints the WAL and deletes it; the
 /// next connection makes a new file. A flush must reach that file, not the
 /// deleted one the handle still points at.
