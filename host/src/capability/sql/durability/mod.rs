@@ -168,8 +168,8 @@ impl Durability {
     /// may have marked the pages it could not write clean, so a later flush
     /// would not write them again and could succeed, acknowledging commits that
     /// hang on frames off the disk. The store reports every later commit as not
-    /// durable until it is opened again (SQLite then recovers from what is on
-    /// disk).
+    /// durable. Opening it again in the same boot does not recover what the
+    /// failed flush lost (its pages are read from the page cache).
     fn flush_data(&self, file: &File) -> Result<(), SqlErrorKind> {
         #[cfg(test)]
         let injected = self.fail_next_flush.swap(false, Ordering::AcqRel);
