@@ -59,7 +59,7 @@ impl Deferred {
         let Some((db, ticket)) = self.0 else { return Ok(()) };
         db.durability().durable(ticket, false).await.map_err(|e| {
             Error::Storage(format!(
-                "the adapter committed, but making the commit durable failed (it may or may not survive a power \
+                "making the call's commit, or one it read, durable failed (it may or may not survive a power \
                  loss; retrying is safe): {e:?}"
             ))
         })

@@ -297,7 +297,7 @@ impl InstancePool {
         if let Err(e) = flushed {
             counters.errors.fetch_add(1, Ordering::Relaxed);
             return Err(Error::Storage(format!(
-                "the adapter committed, but making the commit durable failed (it may or may not survive a power \
+                "making the call's commit, or one it read, durable failed (it may or may not survive a power \
                  loss; retrying with the same message ids is safe): {e:?}"
             )));
         }

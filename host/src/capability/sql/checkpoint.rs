@@ -56,21 +56,54 @@ pub enum CheckpointError {
 /// flushed here first, beside the writers; the catch-up then flushes only what
 /// it copied itself (phase E with 1,000 conversations, two runs each: p99 187
 /// against 260–265 ms, 24,800–27,800 against 21,300–22,500 msgs/s).
-pub fn checkpoint(db: &Path, writers: Option<&Arc<WriteGate>>, busy_timeout: Duration) -> Result<(), CheckpointError> {
-    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
-    let conn = rusqlite::Connection::open_with_flags(db, flags)?;
+///
+/// SQLite counts the partial copy as done before that flush, so should the flush
+/// fail, the next checkpoint would not copy those pages again: its own flush
+/// could then succeed (the kernel may mark pages it failed to write clean) and
+/// let the WAL start over, dropping the only copy on disk of what was lost.
+/// So a failed flush sets `refused`: no checkpoint runs after it, no flush of
+/// the WAL is acknowledged, and connections close without checkpointing. (A
+/// failed flush of SQLite's own, at a checkpoint's end, counts nothing as
+/// copied, so the next checkpoint writes every page again.)
+pub fn checkpoint(
+    db: &Path,
+    writers: Option<&Arc<WriteGate>>,
+    busy_timeout: Duration,
+    refused: &AtomicBool,
+) -> Result<(), CheckpointError> {
+    let conn = open_aside(db)?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     // (busy, frames in the WAL, frames copied so far); -1s outside WAL mode.
     let (_, frames, copied) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
         Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
     })?;
-    if copied > 0 && copied < frames {
-        sync_database(&conn)?;
+    if copied > 0
+        && copied < frames
+        && let Err(e) = sync_database(&conn)
+    {
+        refused.store(true, Ordering::Release);
+        return Err(e);
     }
     if let Some(Ok(_turn)) = writers.map(|gate| gate.enter(busy_timeout)) {
         conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
     }
     Ok(())
+}
+
+/// A connection of the host's own, beside the store's: it never checkpoints as
+/// it closes, should it be the database's last (the store's connections decide
+/// that, and may not: see [`checkpoint`]).
+pub fn open_aside(db: &Path) -> rusqlite::Result<rusqlite::Connection> {
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    let conn = rusqlite::Connection::open_with_flags(db, flags)?;
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+    Ok(conn)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Makes this thread's next flush of a database after a checkpoint fail (tests).
+    static FAIL_NEXT_SYNC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Flushes the database file through the connection's own handle. A descriptor
@@ -81,6 +114,10 @@ pub fn checkpoint(db: &Path, writers: Option<&Arc<WriteGate>>, busy_timeout: Dur
 /// corrupt", 2.2).
 fn sync_database(conn: &rusqlite::Connection) -> Result<(), CheckpointError> {
     use rusqlite::ffi;
+    #[cfg(test)]
+    if FAIL_NEXT_SYNC.replace(false) {
+        return Err(CheckpointError::Flush(std::io::Error::other("injected flush failure")));
+    }
     let mut file: *mut ffi::sqlite3_file = std::ptr::null_mut();
     // SAFETY: `conn.handle()` is this open connection's; FILE_POINTER writes the
     // `sqlite3_file` of its main database, which the connection owns and keeps
@@ -112,48 +149,84 @@ fn sync_database(conn: &rusqlite::Connection) -> Result<(), CheckpointError> {
 mod tests {
     use super::*;
 
+    type Setup = (tempfile::TempDir, std::path::PathBuf, rusqlite::Connection, rusqlite::Connection);
+
+    /// A database whose WAL holds 100 rows of 3 KB, the first 50 of them in the
+    /// snapshot of a reader that holds it (returned: dir, db, writer, reader).
+    fn held_back() -> Result<Setup, Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let db = dir.path().join("t.db");
+        let writer = rusqlite::Connection::open(&db)?;
+        writer.pragma_update(None, "journal_mode", "WAL")?;
+        writer.pragma_update(None, "wal_autocheckpoint", 0)?;
+        writer.execute_batch("CREATE TABLE t (x BLOB)")?;
+        insert(&writer, 50)?;
+        let reader = rusqlite::Connection::open(&db)?;
+        reader.execute_batch("BEGIN")?;
+        let seen: i64 = reader.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?;
+        assert_eq!(seen, 50);
+        insert(&writer, 50)?;
+        Ok((dir, db, writer, reader))
+    }
+
+    fn insert(writer: &rusqlite::Connection, n: usize) -> rusqlite::Result<()> {
+        for _ in 0..n {
+            writer.execute("INSERT INTO t VALUES (zeroblob(3000))", [])?;
+        }
+        Ok(())
+    }
+
+    /// (frames in the WAL, frames copied), by a passive checkpoint of `c`'s.
+    fn progress(c: &rusqlite::Connection) -> rusqlite::Result<(i64, i64)> {
+        c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(1)?, r.get(2)?)))
+    }
+
     /// A checkpoint copies as far as a reader's snapshot allows (the partial copy
     /// is flushed beside the writers) and, once no reader holds it back, all of
     /// it: the next commit then writes the WAL over from its start.
     #[test]
     fn a_checkpoint_lets_the_next_commit_start_the_wal_over() -> Result<(), Box<dyn std::error::Error>> {
-        let dir = tempfile::tempdir()?;
-        let db = dir.path().join("t.db");
+        let (dir, db, writer, reader) = held_back()?;
         let wal = dir.path().join("t.db-wal");
-        let writer = rusqlite::Connection::open(&db)?;
-        writer.pragma_update(None, "journal_mode", "WAL")?;
-        writer.pragma_update(None, "wal_autocheckpoint", 0)?;
-        writer.execute_batch("CREATE TABLE t (x BLOB)")?;
-        let insert = |n: usize| -> rusqlite::Result<()> {
-            for _ in 0..n {
-                writer.execute("INSERT INTO t VALUES (zeroblob(3000))", [])?;
-            }
-            Ok(())
-        };
-        insert(50)?;
-        let reader = rusqlite::Connection::open(&db)?;
-        reader.execute_batch("BEGIN")?;
-        let seen: i64 = reader.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?;
-        insert(50)?;
-        let gate = Arc::new(WriteGate::default());
-        checkpoint(&db, Some(&gate), Duration::from_secs(1))?;
-        let progress = |c: &rusqlite::Connection| -> rusqlite::Result<(i64, i64)> {
-            c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(1)?, r.get(2)?)))
-        };
+        let (gate, refused) = (Arc::new(WriteGate::default()), AtomicBool::new(false));
+        checkpoint(&db, Some(&gate), Duration::from_secs(1), &refused)?;
         let (frames, copied) = progress(&writer)?;
         assert!(0 < copied && copied < frames, "copied up to the reader's snapshot: {copied} of {frames}");
         reader.execute_batch("COMMIT")?;
-        assert_eq!(seen, 50, "the reader kept its snapshot");
-        checkpoint(&db, Some(&gate), Duration::from_secs(1))?;
+        checkpoint(&db, Some(&gate), Duration::from_secs(1), &refused)?;
         let (frames, copied) = progress(&writer)?;
         assert_eq!(copied, frames, "everything copied once the reader let go");
         let long = std::fs::metadata(&wal)?.len();
-        insert(1)?;
+        insert(&writer, 1)?;
         assert_eq!(std::fs::metadata(&wal)?.len(), long, "the next commit wrote the WAL over from its start");
         let (frames, _) = progress(&writer)?;
         assert!(frames < 10, "the WAL holds only the new commit: {frames} frames");
         let rows: i64 = reader.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?;
         assert_eq!(rows, 101);
+        assert!(!refused.load(Ordering::Acquire));
+        Ok(())
+    }
+
+    /// A failed flush of a partial copy (which SQLite counts as done already)
+    /// refuses flushes; the host's own connection does not checkpoint as it
+    /// closes, even as the database's last.
+    #[test]
+    fn a_failed_flush_of_a_partial_copy_refuses_flushes() -> Result<(), Box<dyn std::error::Error>> {
+        let (dir, db, writer, reader) = held_back()?;
+        let refused = AtomicBool::new(false);
+        FAIL_NEXT_SYNC.set(true);
+        let failed = checkpoint(&db, None, Duration::from_secs(1), &refused);
+        assert!(matches!(failed, Err(CheckpointError::Flush(_))), "{failed:?}");
+        assert!(refused.load(Ordering::Acquire), "flushes are refused");
+        let (frames, copied) = progress(&writer)?;
+        assert!(0 < copied && copied < frames, "SQLite counts the partial copy as done: {copied} of {frames}");
+        let aside = open_aside(&db)?;
+        // A connection takes part in the WAL (and holds its share of the
+        // database) from its first read on.
+        aside.query_row("SELECT count(*) FROM t", [], |_| Ok(()))?;
+        drop((reader, writer));
+        drop(aside);
+        assert!(dir.path().join("t.db-wal").exists(), "the last connection, the host's own, left the WAL alone");
         Ok(())
     }
 }

@@ -199,7 +199,7 @@ impl SqlDatabase {
     /// A new connection to the SQLite file, made first if missing.
     fn open_sqlite(&self) -> Result<sqlite::Sqlite, SqlErrorKind> {
         fresh::create_if_missing(&self.path)?;
-        sqlite::open(&self.path, self.busy_timeout, self.durability.wal_frames())
+        sqlite::open(&self.path, self.busy_timeout, self.durability.wal_frames(), self.durability.refusal())
     }
 
     /// Creates the SQLite file (in WAL mode, the first time) and opens the

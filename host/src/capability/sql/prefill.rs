@@ -69,6 +69,8 @@ pub enum PrefillError {
     Sqlite(#[from] rusqlite::Error),
     #[error("writing the WAL ahead: {0}")]
     Io(#[from] io::Error),
+    #[error("flushing the WAL's new room: {0}")]
+    Flush(io::Error),
     #[error("another writer held the write turn")]
     Busy,
 }
@@ -88,10 +90,20 @@ pub struct Prefiller {
     /// looked up since they last went down.
     seen: Mutex<(u64, Option<Identity>)>,
     running: Arc<AtomicBool>,
+    /// Set when a flush of the room failed (see `Durability::refuse_flushes`);
+    /// no prefill runs once it is.
+    refused: Arc<AtomicBool>,
 }
 
 impl Prefiller {
-    pub fn new(db: &Path, wal: &Path, flush: bool, writers: Option<Arc<WriteGate>>, busy_timeout: Duration) -> Self {
+    pub fn new(
+        db: &Path,
+        wal: &Path,
+        flush: bool,
+        writers: Option<Arc<WriteGate>>,
+        busy_timeout: Duration,
+        refused: Arc<AtomicBool>,
+    ) -> Self {
         Self {
             db: db.to_path_buf(),
             wal: wal.to_path_buf(),
@@ -101,6 +113,7 @@ impl Prefiller {
             room: Mutex::new(None),
             seen: Mutex::new((0, None)),
             running: Arc::new(AtomicBool::new(false)),
+            refused,
         }
     }
 
@@ -152,7 +165,8 @@ impl Prefiller {
             _ => 0,
         };
         let near_end = frames + CHUNK_FRAMES / 2 > room && room < MAX_FRAMES;
-        if frames < FIRST_FRAMES || !near_end || self.running.swap(true, Ordering::AcqRel) {
+        let refused = self.refused.load(Ordering::Acquire);
+        if frames < FIRST_FRAMES || !near_end || refused || self.running.swap(true, Ordering::AcqRel) {
             return;
         }
         let running = ClearOnDrop(Arc::clone(&self.running));
@@ -172,6 +186,12 @@ impl Prefiller {
                     }
                 }
                 Ok(None) => {}
+                // The zeros' pages may be marked clean off the disk, and the
+                // file's new length with them: as a failed flush of the WAL.
+                Err(error @ PrefillError::Flush(_)) => {
+                    tracing::error!(db = %me.db.display(), %error, "flushing the WAL's new room failed; no later commit will be acknowledged as durable");
+                    me.refused.store(true, Ordering::Release);
+                }
                 Err(error) => {
                     tracing::warn!(db = %me.db.display(), %error, "WAL prefill failed; retried half a chunk later");
                     if let Some(wal) = wal {
@@ -201,8 +221,7 @@ pub fn prefill(
         Err(e) => return Err(e.into()),
         Ok(_) => {}
     }
-    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
-    let conn = rusqlite::Connection::open_with_flags(db, flags)?;
+    let conn = super::checkpoint::open_aside(db)?;
     conn.busy_timeout(busy_timeout)?;
     let page: i64 = conn.query_row("PRAGMA page_size", [], |row| row.get(0))?;
     let frame = u64::try_from(page).unwrap_or(0).max(512) + FRAME_HEADER;
@@ -221,7 +240,7 @@ pub fn prefill(
         extended?
     };
     if added && flush {
-        file.sync_data()?;
+        file.sync_data().map_err(PrefillError::Flush)?;
     }
     Ok(Some((identity::of_file(&file)?, length.saturating_sub(WAL_HEADER) / frame)))
 }
@@ -301,7 +320,8 @@ mod tests {
         let db = dir.path().join("t.db");
         let wal = dir.path().join("t.db-wal");
         let chunk = 32 + CHUNK_FRAMES * 4120;
-        let prefiller = Arc::new(Prefiller::new(&db, &wal, false, None, Duration::from_secs(1)));
+        let refused = Arc::new(AtomicBool::new(false));
+        let prefiller = Arc::new(Prefiller::new(&db, &wal, false, None, Duration::from_secs(1), refused));
         let settled = || async {
             while prefiller.running() {
                 tokio::time::sleep(Duration::from_millis(1)).await;

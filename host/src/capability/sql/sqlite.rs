@@ -57,11 +57,30 @@ pub struct Sqlite {
     /// an adapter can guess, since the statement cache is keyed by text and a
     /// cached statement is not authorized again.
     host_tag: String,
+    /// The database's flushes are refused (`Durability::refuse_flushes`): the
+    /// connection then closes without checkpointing, should it be the last.
+    refused: Arc<AtomicBool>,
+}
+
+impl Drop for Sqlite {
+    fn drop(&mut self) {
+        if self.refused.load(Ordering::Acquire)
+            && let Err(error) = self.conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+        {
+            tracing::error!(%error, "could not keep a closing connection from checkpointing a database whose flushes failed");
+        }
+    }
 }
 
 /// Opens (creating if needed) the database at `path`; after each commit the
-/// connection stores the WAL's length, in frames, in `wal_frames`.
-pub fn open(path: &Path, busy_timeout: Duration, wal_frames: Arc<AtomicU64>) -> Result<Sqlite, SqlErrorKind> {
+/// connection stores the WAL's length, in frames, in `wal_frames`. Once
+/// `refused` is set, the connection closes without checkpointing.
+pub fn open(
+    path: &Path,
+    busy_timeout: Duration,
+    wal_frames: Arc<AtomicU64>,
+    refused: Arc<AtomicBool>,
+) -> Result<Sqlite, SqlErrorKind> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
@@ -98,7 +117,7 @@ pub fn open(path: &Path, busy_timeout: Duration, wal_frames: Arc<AtomicU64>) -> 
     let mut nonce = [0u8; 16];
     getrandom::fill(&mut nonce).map_err(|e| SqlErrorKind::Io(format!("no randomness for the connection: {e}")))?;
     let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
-    Ok(Sqlite { conn, host_control, host_tag: format!(" -- host {nonce}") })
+    Ok(Sqlite { conn, host_control, host_tag: format!(" -- host {nonce}"), refused })
 }
 
 /// Puts the file in WAL mode. Switching modes can report BUSY without waiting on

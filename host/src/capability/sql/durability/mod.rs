@@ -27,6 +27,7 @@
 //! `checkpoint`).
 
 use std::fs::File;
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -36,7 +37,7 @@ use tokio::sync::watch;
 
 use super::checkpoint::{self, CHECKPOINT_FRAMES, ClearOnDrop};
 use super::gate::WriteGate;
-use super::identity::{self, Identity};
+use super::identity::Identity;
 use super::prefill::Prefiller;
 use crate::wit::SqlErrorKind;
 
@@ -51,12 +52,13 @@ struct State {
     wal: Option<(Arc<File>, Identity)>,
 }
 
-/// The leader's turn: dropping it (a failed flush, or a leader dropped while
-/// it waited for one) clears `syncing` and wakes the waiters so one of them
-/// leads next.
-struct Leading<'a>(&'a Durability);
+/// The leader's turn: dropping it (a failed flush, or a lead given up before its
+/// flush started) clears `syncing` and wakes the waiters so one of them leads
+/// next. A flush on the blocking pool owns its turn (`Leading<Arc<_>>`), so a
+/// caller that stops waiting for it does not hand the lead on while it runs.
+struct Leading<D: Deref<Target = Durability>>(D);
 
-impl Drop for Leading<'_> {
+impl<D: Deref<Target = Durability>> Drop for Leading<D> {
     fn drop(&mut self) {
         self.0.state().syncing = false;
         self.0.durable.send_modify(|_| {});
@@ -80,11 +82,16 @@ pub struct Durability {
     /// This host's writers, held off while a checkpoint catches up (`None`: none to hold).
     writers: Option<Arc<WriteGate>>,
     busy_timeout: Duration,
-    /// Set by [`Self::refuse_flushes`].
-    refused: AtomicBool,
+    /// Set by [`Self::refuse_flushes`], and by a failed flush of the database
+    /// after a checkpoint or of the WAL after a prefill; shared with the
+    /// connections, which then close without checkpointing.
+    refused: Arc<AtomicBool>,
     /// Makes the next flush of the WAL's data fail (tests).
     #[cfg(test)]
     fail_next_flush: AtomicBool,
+    /// Holds every flush of the WAL's data until the test lets it go (tests).
+    #[cfg(test)]
+    hold_flushes: Mutex<Option<tests::Hold>>,
 }
 
 fn io(what: &str, path: &Path, e: std::io::Error) -> SqlErrorKind {
@@ -96,9 +103,10 @@ impl Durability {
         let mut wal = db.as_os_str().to_owned();
         wal.push("-wal");
         let wal = PathBuf::from(wal);
+        let refused = Arc::new(AtomicBool::new(false));
         Self {
             db: db.to_path_buf(),
-            prefiller: Arc::new(Prefiller::new(db, &wal, flush, writers.clone(), busy_timeout)),
+            prefiller: Arc::new(Prefiller::new(db, &wal, flush, writers.clone(), busy_timeout, Arc::clone(&refused))),
             wal,
             flush,
             state: Mutex::new(State::default()),
@@ -107,9 +115,11 @@ impl Durability {
             wal_frames: Arc::new(AtomicU64::new(0)),
             writers,
             busy_timeout,
-            refused: AtomicBool::new(false),
+            refused,
             #[cfg(test)]
             fail_next_flush: AtomicBool::new(false),
+            #[cfg(test)]
+            hold_flushes: Mutex::new(None),
         }
     }
 
@@ -143,6 +153,25 @@ impl Durability {
         self.flush.then_some(ticket)
     }
 
+    /// Set once flushes are refused: a connection that closes then must not
+    /// checkpoint (see [`Self::refuse_flushes`]).
+    pub fn refusal(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.refused)
+    }
+
+    /// At `sql_sync = "full"`, when some commit is not yet known durable: the
+    /// ticket that covers every commit so far. A call that committed nothing
+    /// waits for it before it answers, since what it read may hang on such a
+    /// commit (another caller's under way, or one whose flush failed: a retried
+    /// create then finds what a crash could take back).
+    pub fn unflushed(&self) -> Option<u64> {
+        if !self.flush {
+            return None;
+        }
+        let committed = self.state().committed;
+        (committed > *self.durable.borrow()).then_some(committed)
+    }
+
     /// The WAL's path.
     pub fn wal_path(&self) -> &Path {
         &self.wal
@@ -159,90 +188,12 @@ impl Durability {
     /// After a failed write or flush that may have left the WAL's first frame
     /// off the disk while later flushes could report success (a failed flush's
     /// pages are marked clean all the same): every later flush fails, so no
-    /// commit is acknowledged as durable on top of it.
+    /// commit is acknowledged as durable on top of it. Checkpoints stop too, and
+    /// the store's connections close without one: a checkpoint that reached the
+    /// WAL's end would let the next writer start it over, and the WAL may hold
+    /// the only copy on disk of what the failed flush lost.
     pub fn refuse_flushes(&self) {
         self.refused.store(true, Ordering::Release);
-    }
-
-    /// Flushes the WAL's data. A failure refuses every later flush: the kernel
-    /// may have marked the pages it could not write clean, so a later flush
-    /// would not write them again and could succeed, acknowledging commits that
-    /// hang on frames off the disk. The store reports every later commit as not
-    /// durable. Opening it again in the same boot does not recover what the
-    /// failed flush lost (its pages are read from the page cache).
-    fn flush_data(&self, file: &File) -> Result<(), SqlErrorKind> {
-        #[cfg(test)]
-        let injected = self.fail_next_flush.swap(false, Ordering::AcqRel);
-        #[cfg(not(test))]
-        let injected = false;
-        let flushed = if injected { Err(std::io::Error::other("injected flush failure")) } else { file.sync_data() };
-        flushed.map_err(|e| {
-            tracing::error!(wal = %self.wal.display(), error = %e, "flushing the WAL failed; no later commit will be acknowledged as durable");
-            self.refuse_flushes();
-            io("flushing", &self.wal, e)
-        })
-    }
-
-    /// Flushes the WAL (and, the first time, its directory entry).
-    fn flush_wal(&self) -> Result<(), SqlErrorKind> {
-        if self.refused.load(Ordering::Acquire) {
-            return Err(SqlErrorKind::Io(format!(
-                "flushing {}: an earlier write or flush of this WAL failed, so its frames may not all be on disk",
-                self.wal.display()
-            )));
-        }
-        let (file, opened) = {
-            let mut state = self.state();
-            // The WAL on disk now: when every connection closed, SQLite checkpointed
-            // it into the (synced) database and deleted it, and the next connection
-            // made a new file; the handle held from before would flush a deleted one.
-            let current = match identity::of_path(&self.wal) {
-                Ok(current) => current,
-                // No WAL: everything committed was checkpointed and synced on close.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    state.wal = None;
-                    return Ok(());
-                }
-                Err(e) => return Err(io("inspecting", &self.wal, e)),
-            };
-            match state.wal.as_ref() {
-                Some((file, held)) if *held == current => (Arc::clone(file), None),
-                _ => {
-                    let file = File::open(&self.wal).map_err(|e| io("opening", &self.wal, e))?;
-                    // The identity of what was opened, should the file have changed since.
-                    let opened = identity::of_file(&file).map_err(|e| io("inspecting", &self.wal, e))?;
-                    (Arc::new(file), Some(opened))
-                }
-            }
-        };
-        let Some(opened) = opened else {
-            return self.flush_data(&file);
-        };
-        // A WAL this flush is the first to see: its directory entry is flushed
-        // too, beside its data (two flushes at once, not one after the other),
-        // and the file is kept only once both are done, so a failed flush of
-        // either is tried again whole.
-        let dir = self.wal.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let flush_dir = || File::open(dir).and_then(|d| d.sync_all());
-        let (data, entry) = std::thread::scope(|scope| {
-            match std::thread::Builder::new().spawn_scoped(scope, flush_dir) {
-                Ok(entry) => {
-                    let data = self.flush_data(&file);
-                    (data, entry.join().unwrap_or_else(|_| Err(std::io::Error::other("the flush panicked"))))
-                }
-                // No thread to spare: one after the other.
-                Err(_) => (self.flush_data(&file), flush_dir()),
-            }
-        });
-        data?;
-        // A directory entry that failed to flush is flushed again, whole, by the
-        // next flush (the file is not kept as flushed).
-        entry.map_err(|e| io("flushing", dir, e))?;
-        let mut state = self.state();
-        if state.wal.as_ref().is_none_or(|(_, held)| *held != opened) {
-            state.wal = Some((file, opened));
-        }
-        Ok(())
     }
 
     /// Returns once the commit with `ticket` is durable. The leader flushes on
@@ -267,20 +218,24 @@ impl Durability {
                 }
                 continue;
             };
-            // Hands the lead back even if this future is dropped mid-flush.
-            let leading = Leading(self);
-            let flushed = if inline {
-                tokio::task::block_in_place(|| self.flush_wal())
-            } else {
-                let me = Arc::clone(self);
-                tokio::task::spawn_blocking(move || me.flush_wal())
-                    .await
-                    .map_err(|e| SqlErrorKind::Io(format!("the flush task failed: {e}")))
-                    .and_then(|r| r)
-            };
-            // On failure, wake the waiters so one of them tries again; this
+            // On failure the waiters are woken so one of them tries again; this
             // caller's commit is not known durable.
-            self.led(leading, target, flushed)?;
+            if inline {
+                let leading = Leading(&**self);
+                tokio::task::block_in_place(|| self.led(leading, target, self.flush_wal()))?;
+            } else {
+                // The flush owns the lead: should this future be dropped, the
+                // lead passes on only once the flush is over (a second flush
+                // beside it could succeed before this one's failure refuses).
+                let leading = Leading(Arc::clone(self));
+                tokio::task::spawn_blocking(move || {
+                    let flushed = leading.0.flush_wal();
+                    let me = Arc::clone(&leading.0);
+                    me.led(leading, target, flushed)
+                })
+                .await
+                .map_err(|e| SqlErrorKind::Io(format!("the flush task failed: {e}")))??;
+            }
         }
     }
 
@@ -302,12 +257,16 @@ impl Durability {
             state.committed
         };
         let leading = Leading(self);
-        let flushed = self.flush_wal();
-        Some(self.led(leading, target, flushed))
+        Some(self.led(leading, target, self.flush_wal()))
     }
 
     /// Ends a lead: publishes `target` as durable if the flush worked.
-    fn led(&self, leading: Leading<'_>, target: u64, flushed: Result<(), SqlErrorKind>) -> Result<(), SqlErrorKind> {
+    fn led<D: Deref<Target = Durability>>(
+        &self,
+        leading: Leading<D>,
+        target: u64,
+        flushed: Result<(), SqlErrorKind>,
+    ) -> Result<(), SqlErrorKind> {
         match flushed {
             Ok(()) => {
                 self.state().syncing = false;
@@ -343,15 +302,22 @@ impl Durability {
     /// running.
     pub fn maybe_checkpoint(&self) {
         let long = self.wal_frames.load(Ordering::Acquire) >= CHECKPOINT_FRAMES;
-        if !long || self.checkpointing.swap(true, Ordering::AcqRel) {
+        if !long || self.refused.load(Ordering::Acquire) || self.checkpointing.swap(true, Ordering::AcqRel) {
             return;
         }
         let (db, running) = (self.db.clone(), ClearOnDrop(Arc::clone(&self.checkpointing)));
-        let (writers, busy_timeout) = (self.writers.clone(), self.busy_timeout);
+        let (writers, busy_timeout, refused) = (self.writers.clone(), self.busy_timeout, Arc::clone(&self.refused));
         let work = move || {
             let _running = running;
-            if let Err(error) = checkpoint::checkpoint(&db, writers.as_ref(), busy_timeout) {
-                tracing::warn!(db = %db.display(), %error, "background checkpoint failed; it will be retried");
+            match checkpoint::checkpoint(&db, writers.as_ref(), busy_timeout, &refused) {
+                Ok(()) => {}
+                Err(error @ checkpoint::CheckpointError::Flush(_)) => tracing::error!(
+                    db = %db.display(), %error,
+                    "flushing the database after a checkpoint failed; no later commit will be acknowledged as durable"
+                ),
+                Err(error) => {
+                    tracing::warn!(db = %db.display(), %error, "background checkpoint failed; it will be retried")
+                }
             }
         };
         match tokio::runtime::Handle::try_current() {
@@ -361,5 +327,6 @@ impl Durability {
     }
 }
 
+mod flush;
 #[cfg(test)]
 mod tests;

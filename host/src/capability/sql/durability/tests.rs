@@ -101,3 +101,76 @@ fn a_flush_follows_the_wal_file_sqlite_uses_now() -> Result<(), Box<dyn std::err
     durability.flush_wal().map_err(|e| format!("{e:?}"))?;
     Ok(())
 }
+
+/// Holds flushes of the WAL's data until the test lets them go.
+pub(super) struct Hold {
+    started: std::sync::mpsc::Sender<()>,
+    release: std::sync::mpsc::Receiver<()>,
+}
+
+impl Hold {
+    /// Tells the test this flush started, then waits for its go.
+    pub(super) fn wait(self) {
+        let _ = self.started.send(());
+        let _ = self.release.recv();
+    }
+}
+
+/// A caller that stops waiting while the flush it leads runs on the blocking
+/// pool does not hand the lead on before that flush is over (a second flush
+/// beside it could succeed before a failure of the first refuses); the flush
+/// still makes its commits durable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flush_keeps_the_lead_when_its_caller_stops_waiting() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let (_db, _conn, durability) = wal_database(&dir)?;
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel();
+    *durability.hold_flushes.lock().map_err(|e| e.to_string())? =
+        Some(Hold { started: started_tx, release: release_rx });
+    let ticket = durability.committed().ok_or("full sync hands out tickets")?;
+    let d = Arc::clone(&durability);
+    let waiter = tokio::spawn(async move { d.durable(ticket, false).await });
+    tokio::task::spawn_blocking(move || started.recv()).await??;
+    waiter.abort();
+    assert!(waiter.await.is_err_and(|e| e.is_cancelled()), "the caller stopped waiting");
+    assert!(durability.state().syncing, "the lead stays with the flush under way");
+    assert_eq!(durability.unflushed(), Some(ticket), "the commit is not durable yet");
+    release.send(())?;
+    let mut durable = durability.durable.subscribe();
+    durable.wait_for(|d| *d >= ticket).await?;
+    assert!(!durability.state().syncing, "the lead is handed back once the flush is over");
+    assert_eq!(durability.unflushed(), None, "every commit is durable");
+    Ok(())
+}
+
+/// Once flushes are refused, checkpoints stop and a store's connection closes
+/// without one, even as the database's last: the WAL may hold the only copy on
+/// disk of what a failed flush lost.
+#[test]
+fn a_refused_store_neither_checkpoints_nor_closes_with_a_checkpoint() -> Result<(), Box<dyn std::error::Error>> {
+    for refuse in [false, true] {
+        let dir = tempfile::tempdir()?;
+        let db = dir.path().join("t.db");
+        let durability = Durability::new(&db, true, None, Duration::from_secs(1));
+        let mut conn =
+            super::super::sqlite::open(&db, Duration::from_secs(1), durability.wal_frames(), durability.refusal())
+                .map_err(|e| format!("{e:?}"))?;
+        use super::super::Connection as _;
+        conn.execute("CREATE TABLE t (x)", &[]).map_err(|e| format!("{e:?}"))?;
+        if refuse {
+            durability.refuse_flushes();
+        }
+        let before = std::fs::metadata(&db)?.len();
+        durability.wal_frames.store(CHECKPOINT_FRAMES, Ordering::Release);
+        durability.maybe_checkpoint();
+        assert!(!durability.checkpointing.load(Ordering::Acquire), "no checkpoint left running");
+        // The table's page reaches the database file only by a checkpoint.
+        let copied = std::fs::metadata(&db)?.len() > before;
+        assert_eq!(copied, !refuse, "checkpointed: {copied}, refused: {refuse}");
+        drop(conn);
+        let wal = dir.path().join("t.db-wal");
+        assert_eq!(wal.exists(), refuse, "refused: {refuse}");
+    }
+    Ok(())
+}

@@ -83,10 +83,18 @@ impl SqlSession {
     }
 
     /// The database and the ticket this call must wait for before its answer is
-    /// acknowledged (taken once per adapter call).
+    /// acknowledged (taken once per adapter call): its own commit's or, for a
+    /// call that committed nothing outside a commit group, the one that covers
+    /// every commit it may have read (`Durability::unflushed`; none when all
+    /// are durable).
     pub fn take_ticket(&mut self) -> Option<(Arc<SqlDatabase>, u64)> {
-        let ticket = self.ticket.take()?;
-        self.db.as_ref().map(|db| (Arc::clone(db), ticket))
+        let db = self.db.as_ref()?;
+        let ticket = match self.ticket.take() {
+            Some(ticket) => ticket,
+            None if self.group.is_none() => db.durability().unflushed()?,
+            None => return None,
+        };
+        Some((Arc::clone(db), ticket))
     }
 
     pub fn execute(&mut self, statement: &str, params: &[Value]) -> Result<u64, SqlErrorKind> {

@@ -258,3 +258,32 @@ fn a_database_opened_ahead_starts_its_empty_wal_and_changes_nothing() -> Result<
     drop(s);
     Ok(())
 }
+
+/// At full sync, a call that committed nothing answers only once every commit it
+/// may have read is durable: it takes the ticket that covers them while one is
+/// not (a retried create would otherwise find, and acknowledge, what a failed
+/// flush left off the disk).
+#[test]
+fn a_call_that_read_an_unflushed_commit_waits_for_its_flush() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let db = Arc::new(SqlDatabase::sqlite(dir.path().join("t.db"), 1 << 20, Duration::from_secs(1), SqlSync::Full));
+    let (mut writer, mut reader) = (SqlSession::new(Arc::clone(&db)), SqlSession::new(Arc::clone(&db)));
+    ok(writer.execute("CREATE TABLE t (x)", &[]))?;
+    ok(writer.execute("INSERT INTO t VALUES (0)", &[]))?;
+    let (_, ticket) = writer.take_ticket().ok_or("a commit's ticket")?;
+    ok(reader.query("SELECT count(*) FROM t", &[]))?;
+    let (_, read) = reader.take_ticket().ok_or("the read waits for the commit it may have seen")?;
+    assert_eq!(read, ticket);
+    ok(db.durability().durable_here(ticket).ok_or("nobody else flushes")?)?;
+    ok(reader.query("SELECT count(*) FROM t", &[]))?;
+    assert!(reader.take_ticket().is_none(), "nothing to wait for once every commit is durable");
+    // A commit whose flush failed: every later call waits for it, and fails.
+    db.durability().refuse_flushes();
+    ok(writer.execute("INSERT INTO t VALUES (1)", &[]))?;
+    let (_, failed) = writer.take_ticket().ok_or("a commit's ticket")?;
+    assert!(db.durability().durable_here(failed).ok_or("nobody else flushes")?.is_err());
+    ok(reader.query("SELECT count(*) FROM t", &[]))?;
+    let (_, read) = reader.take_ticket().ok_or("the read waits for the commit whose flush failed")?;
+    assert!(db.durability().durable_here(read).ok_or("nobody else flushes")?.is_err());
+    Ok(())
+}

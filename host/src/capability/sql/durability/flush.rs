@@ -1,0 +1,105 @@
+//! Flushing the WAL: its data, and its directory entry the first time a WAL
+//! file is seen.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::super::identity;
+use super::{Durability, io};
+use crate::wit::SqlErrorKind;
+
+impl Durability {
+    /// Flushes the WAL's data. A failure refuses every later flush: the kernel
+    /// may have marked the pages it could not write clean, so a later flush
+    /// would not write them again and could succeed, acknowledging commits that
+    /// hang on frames off the disk. The store reports every later commit as not
+    /// durable. Opening it again in the same boot does not recover what the
+    /// failed flush lost (its pages are read from the page cache).
+    fn flush_data(&self, file: &File) -> Result<(), SqlErrorKind> {
+        #[cfg(test)]
+        let injected = self.fail_next_flush.swap(false, Ordering::AcqRel);
+        #[cfg(not(test))]
+        let injected = false;
+        #[cfg(test)]
+        self.held();
+        let flushed = if injected { Err(std::io::Error::other("injected flush failure")) } else { file.sync_data() };
+        flushed.map_err(|e| {
+            tracing::error!(wal = %self.wal.display(), error = %e, "flushing the WAL failed; no later commit will be acknowledged as durable");
+            self.refuse_flushes();
+            io("flushing", &self.wal, e)
+        })
+    }
+
+    /// Waits for the test to let this flush go, if it holds flushes.
+    #[cfg(test)]
+    fn held(&self) {
+        let hold = self.hold_flushes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let Some(hold) = hold {
+            hold.wait();
+        }
+    }
+
+    /// Flushes the WAL (and, the first time, its directory entry).
+    pub(super) fn flush_wal(&self) -> Result<(), SqlErrorKind> {
+        if self.refused.load(Ordering::Acquire) {
+            return Err(SqlErrorKind::Io(format!(
+                "flushing {}: an earlier write or flush of this WAL failed, so its frames may not all be on disk",
+                self.wal.display()
+            )));
+        }
+        let (file, opened) = {
+            let mut state = self.state();
+            // The WAL on disk now: when every connection closed, SQLite checkpointed
+            // it into the (synced) database and deleted it, and the next connection
+            // made a new file; the handle held from before would flush a deleted one.
+            let current = match identity::of_path(&self.wal) {
+                Ok(current) => current,
+                // No WAL: everything committed was checkpointed and synced on close.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    state.wal = None;
+                    return Ok(());
+                }
+                Err(e) => return Err(io("inspecting", &self.wal, e)),
+            };
+            match state.wal.as_ref() {
+                Some((file, held)) if *held == current => (Arc::clone(file), None),
+                _ => {
+                    let file = File::open(&self.wal).map_err(|e| io("opening", &self.wal, e))?;
+                    // The identity of what was opened, should the file have changed since.
+                    let opened = identity::of_file(&file).map_err(|e| io("inspecting", &self.wal, e))?;
+                    (Arc::new(file), Some(opened))
+                }
+            }
+        };
+        let Some(opened) = opened else {
+            return self.flush_data(&file);
+        };
+        // A WAL this flush is the first to see: its directory entry is flushed
+        // too, beside its data (two flushes at once, not one after the other),
+        // and the file is kept only once both are done, so a failed flush of
+        // either is tried again whole.
+        let dir = self.wal.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let flush_dir = || File::open(dir).and_then(|d| d.sync_all());
+        let (data, entry) = std::thread::scope(|scope| {
+            match std::thread::Builder::new().spawn_scoped(scope, flush_dir) {
+                Ok(entry) => {
+                    let data = self.flush_data(&file);
+                    (data, entry.join().unwrap_or_else(|_| Err(std::io::Error::other("the flush panicked"))))
+                }
+                // No thread to spare: one after the other.
+                Err(_) => (self.flush_data(&file), flush_dir()),
+            }
+        });
+        data?;
+        // A directory entry that failed to flush is flushed again, whole, by the
+        // next flush (the file is not kept as flushed).
+        entry.map_err(|e| io("flushing", dir, e))?;
+        let mut state = self.state();
+        if state.wal.as_ref().is_none_or(|(_, held)| *held != opened) {
+            state.wal = Some((file, opened));
+        }
+        Ok(())
+    }
+}
