@@ -62,9 +62,11 @@ pub enum CheckpointError {
 /// could then succeed (the kernel may mark pages it failed to write clean) and
 /// let the WAL start over, dropping the only copy on disk of what was lost.
 /// So a failed flush sets `refused`: no checkpoint runs after it, no flush of
-/// the WAL is acknowledged, and connections close without checkpointing. (A
-/// failed flush of SQLite's own, at a checkpoint's end, counts nothing as
-/// copied, so the next checkpoint writes every page again.)
+/// the WAL is acknowledged, and connections close without checkpointing. The
+/// catch-up copy may stop short too (a reader's snapshot holds it back) and is
+/// flushed the same way. (A failed flush of SQLite's own, at the end of a copy
+/// that reached the WAL's end, leaves that copy's pages counted as not copied,
+/// so the next checkpoint writes them again.)
 pub fn checkpoint(
     db: &Path,
     writers: Option<&Arc<WriteGate>>,
@@ -73,21 +75,33 @@ pub fn checkpoint(
 ) -> Result<(), CheckpointError> {
     let conn = open_aside(db)?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    let copied = copy(&conn, refused, 0)?;
+    if !refused.load(Ordering::Acquire)
+        && let Some(Ok(_turn)) = writers.map(|gate| gate.enter(busy_timeout))
+    {
+        copy(&conn, refused, copied)?;
+    }
+    Ok(())
+}
+
+/// One passive copy: the frames copied so far, its pages flushed here if it
+/// copied any (the count moved from `after`, the previous copy's; a WAL
+/// started over in between counts anew) but stopped short of the WAL's end
+/// (where SQLite flushes them itself); a failed flush sets `refused`.
+fn copy(conn: &rusqlite::Connection, refused: &AtomicBool, after: i64) -> Result<i64, CheckpointError> {
     // (busy, frames in the WAL, frames copied so far); -1s outside WAL mode.
     let (_, frames, copied) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
         Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
     })?;
     if copied > 0
+        && copied != after
         && copied < frames
-        && let Err(e) = sync_database(&conn)
+        && let Err(e) = sync_database(conn)
     {
         refused.store(true, Ordering::Release);
         return Err(e);
     }
-    if let Some(Ok(_turn)) = writers.map(|gate| gate.enter(busy_timeout)) {
-        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
-    }
-    Ok(())
+    Ok(copied)
 }
 
 /// A connection of the host's own, beside the store's: it never checkpoints as
@@ -204,6 +218,33 @@ mod tests {
         let rows: i64 = reader.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?;
         assert_eq!(rows, 101);
         assert!(!refused.load(Ordering::Acquire));
+        Ok(())
+    }
+
+    /// A copy (the catch-up's as the first's) is flushed when it copied
+    /// anything and stopped short of the end; a failed flush refuses flushes. A
+    /// copy that moved nothing flushes nothing.
+    #[test]
+    fn a_copy_that_stops_short_is_flushed_and_one_that_copied_nothing_is_not() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let (_dir, db, writer, reader) = held_back()?;
+        let conn = open_aside(&db)?;
+        let refused = AtomicBool::new(false);
+        let first = copy(&conn, &refused, 0)?;
+        FAIL_NEXT_SYNC.set(true);
+        assert_eq!(copy(&conn, &refused, first)?, first, "nothing more to copy past the reader");
+        assert!(FAIL_NEXT_SYNC.replace(false), "no flush for a copy that moved nothing");
+        // The reader moves to a later snapshot, with more committed past it.
+        reader.execute_batch("COMMIT; BEGIN")?;
+        let seen: i64 = reader.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?;
+        assert_eq!(seen, 100);
+        insert(&writer, 20)?;
+        FAIL_NEXT_SYNC.set(true);
+        let failed = copy(&conn, &refused, first);
+        assert!(matches!(failed, Err(CheckpointError::Flush(_))), "{failed:?}");
+        assert!(refused.load(Ordering::Acquire), "flushes are refused");
+        let (frames, copied) = progress(&writer)?;
+        assert!(first < copied && copied < frames, "copied further, up to the reader: {first} < {copied} < {frames}");
         Ok(())
     }
 

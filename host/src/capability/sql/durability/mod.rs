@@ -54,14 +54,28 @@ struct State {
 
 /// The leader's turn: dropping it (a failed flush, or a lead given up before its
 /// flush started) clears `syncing` and wakes the waiters so one of them leads
-/// next. A flush on the blocking pool owns its turn (`Leading<Arc<_>>`), so a
-/// caller that stops waiting for it does not hand the lead on while it runs.
-struct Leading<D: Deref<Target = Durability>>(D);
+/// next; a flush that worked disarms it ([`Durability::led`]). A flush on the
+/// blocking pool owns its turn (`Leading<Arc<_>>`), so a caller that stops
+/// waiting for it does not hand the lead on while it runs.
+struct Leading<D: Deref<Target = Durability>>(Option<D>);
+
+impl<D: Deref<Target = Durability>> Leading<D> {
+    fn new(durability: D) -> Self {
+        Self(Some(durability))
+    }
+
+    /// Ends the turn without waking anyone (the caller publishes the flush).
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
 
 impl<D: Deref<Target = Durability>> Drop for Leading<D> {
     fn drop(&mut self) {
-        self.0.state().syncing = false;
-        self.0.durable.send_modify(|_| {});
+        if let Some(durability) = self.0.take() {
+            durability.state().syncing = false;
+            durability.durable.send_modify(|_| {});
+        }
     }
 }
 
@@ -221,20 +235,16 @@ impl Durability {
             // On failure the waiters are woken so one of them tries again; this
             // caller's commit is not known durable.
             if inline {
-                let leading = Leading(&**self);
+                let leading = Leading::new(&**self);
                 tokio::task::block_in_place(|| self.led(leading, target, self.flush_wal()))?;
             } else {
                 // The flush owns the lead: should this future be dropped, the
                 // lead passes on only once the flush is over (a second flush
                 // beside it could succeed before this one's failure refuses).
-                let leading = Leading(Arc::clone(self));
-                tokio::task::spawn_blocking(move || {
-                    let flushed = leading.0.flush_wal();
-                    let me = Arc::clone(&leading.0);
-                    me.led(leading, target, flushed)
-                })
-                .await
-                .map_err(|e| SqlErrorKind::Io(format!("the flush task failed: {e}")))??;
+                let (leading, me) = (Leading::new(Arc::clone(self)), Arc::clone(self));
+                tokio::task::spawn_blocking(move || me.led(leading, target, me.flush_wal()))
+                    .await
+                    .map_err(|e| SqlErrorKind::Io(format!("the flush task failed: {e}")))??;
             }
         }
     }
@@ -256,7 +266,7 @@ impl Durability {
             state.syncing = true;
             state.committed
         };
-        let leading = Leading(self);
+        let leading = Leading::new(self);
         Some(self.led(leading, target, self.flush_wal()))
     }
 
@@ -270,7 +280,7 @@ impl Durability {
         match flushed {
             Ok(()) => {
                 self.state().syncing = false;
-                std::mem::forget(leading);
+                leading.disarm();
                 self.durable.send_modify(|durable| *durable = (*durable).max(target));
                 self.maybe_checkpoint();
                 Ok(())

@@ -83,17 +83,14 @@ impl SqlSession {
     }
 
     /// The database and the ticket this call must wait for before its answer is
-    /// acknowledged (taken once per adapter call): its own commit's or, for a
-    /// call that committed nothing outside a commit group, the one that covers
-    /// every commit it may have read (`Durability::unflushed`; none when all
-    /// are durable).
+    /// acknowledged (taken once per adapter call): the newer of its own
+    /// commit's and the one that covers every commit it may have read
+    /// (`Durability::unflushed`; none when all are durable). In a commit group
+    /// that has begun, answers wait for the group's ticket, which covers both.
     pub fn take_ticket(&mut self) -> Option<(Arc<SqlDatabase>, u64)> {
         let db = self.db.as_ref()?;
-        let ticket = match self.ticket.take() {
-            Some(ticket) => ticket,
-            None if self.group.is_none() => db.durability().unflushed()?,
-            None => return None,
-        };
+        let read = if self.group_pending() { None } else { db.durability().unflushed() };
+        let ticket = self.ticket.take().max(read)?;
         Some((Arc::clone(db), ticket))
     }
 

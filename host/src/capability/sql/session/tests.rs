@@ -274,7 +274,18 @@ fn a_call_that_read_an_unflushed_commit_waits_for_its_flush() -> Result<(), Box<
     ok(reader.query("SELECT count(*) FROM t", &[]))?;
     let (_, read) = reader.take_ticket().ok_or("the read waits for the commit it may have seen")?;
     assert_eq!(read, ticket);
-    ok(db.durability().durable_here(ticket).ok_or("nobody else flushes")?)?;
+    // In a commit group that has not begun (a queued call that only read), too.
+    assert!(reader.open_group());
+    ok(reader.query("SELECT count(*) FROM t", &[]))?;
+    assert_eq!(reader.take_ticket().map(|(_, t)| t), Some(ticket), "a read in a group not begun waits too");
+    assert!(ok(reader.close_group())?.is_none(), "the group wrote nothing");
+    // A call that committed, then read a later commit, waits for the later one.
+    ok(reader.execute("INSERT INTO t VALUES (1)", &[]))?;
+    ok(writer.execute("INSERT INTO t VALUES (2)", &[]))?;
+    let (_, later) = writer.take_ticket().ok_or("a commit's ticket")?;
+    ok(reader.query("SELECT count(*) FROM t", &[]))?;
+    assert_eq!(reader.take_ticket().map(|(_, t)| t), Some(later), "the newer of its own and what it read");
+    ok(db.durability().durable_here(later).ok_or("nobody else flushes")?)?;
     ok(reader.query("SELECT count(*) FROM t", &[]))?;
     assert!(reader.take_ticket().is_none(), "nothing to wait for once every commit is durable");
     // A commit whose flush failed: every later call waits for it, and fails.
