@@ -62,46 +62,70 @@ pub enum CheckpointError {
 /// could then succeed (the kernel may mark pages it failed to write clean) and
 /// let the WAL start over, dropping the only copy on disk of what was lost.
 /// So a failed flush sets `refused`: no checkpoint runs after it, no flush of
-/// the WAL is acknowledged, and connections close without checkpointing. The
-/// catch-up copy may stop short too (a reader's snapshot holds it back) and is
-/// flushed the same way. (A failed flush of SQLite's own, at the end of a copy
-/// that reached the WAL's end, leaves that copy's pages counted as not copied,
-/// so the next checkpoint writes them again.)
+/// the WAL is acknowledged, and connections close without checkpointing. Each
+/// copy, the catch-up's too, is flushed that way unless SQLite flushed it (see
+/// [`copy`]).
 pub fn checkpoint(
     db: &Path,
     writers: Option<&Arc<WriteGate>>,
     busy_timeout: Duration,
     refused: &AtomicBool,
 ) -> Result<(), CheckpointError> {
+    if refused.load(Ordering::Acquire) {
+        return Ok(());
+    }
     let conn = open_aside(db)?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    let copied = copy(&conn, refused, 0)?;
+    copy(&conn, refused)?;
     if !refused.load(Ordering::Acquire)
         && let Some(Ok(_turn)) = writers.map(|gate| gate.enter(busy_timeout))
     {
-        copy(&conn, refused, copied)?;
+        copy(&conn, refused)?;
     }
     Ok(())
 }
 
-/// One passive copy: the frames copied so far, its pages flushed here if it
-/// copied any (the count moved from `after`, the previous copy's; a WAL
-/// started over in between counts anew) but stopped short of the WAL's end
-/// (where SQLite flushes them itself); a failed flush sets `refused`.
-fn copy(conn: &rusqlite::Connection, refused: &AtomicBool, after: i64) -> Result<i64, CheckpointError> {
-    // (busy, frames in the WAL, frames copied so far); -1s outside WAL mode.
-    let (_, frames, copied) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
-    })?;
-    if copied > 0
-        && copied != after
-        && copied < frames
-        && let Err(e) = sync_database(conn)
-    {
+/// One passive copy. SQLite flushes the database only if the copy reached the
+/// WAL's end as it was when the copy ended (which a commit then moves on, never
+/// back); otherwise (a reader's snapshot stopped it, or a commit overtook it)
+/// the pages it copied are flushed here. Any failed write or flush sets
+/// `refused`: SQLite's own flush of the WAL before the copy is one of them.
+fn copy(conn: &rusqlite::Connection, refused: &AtomicBool) -> Result<(), CheckpointError> {
+    let refuse = |e: CheckpointError| {
         refused.store(true, Ordering::Release);
-        return Err(e);
+        e
+    };
+    let copied = match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(2)) {
+        Ok(copied) => copied,
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::SystemIoFailure) => return Err(refuse(e.into())),
+        Err(e) => return Err(e.into()),
+    };
+    if copied > 0 && copied != wal_end(conn)? {
+        sync_database(conn).map_err(refuse)?;
     }
-    Ok(copied)
+    Ok(())
+}
+
+/// The WAL's last frame now (a checkpoint that copies nothing reports it).
+fn wal_end(conn: &rusqlite::Connection) -> Result<i64, CheckpointError> {
+    use rusqlite::ffi;
+    let (mut frames, mut copied) = (0, 0);
+    // SAFETY: `conn.handle()` is this open connection's; the two out-pointers are
+    // live locals.
+    let code = unsafe {
+        ffi::sqlite3_wal_checkpoint_v2(
+            conn.handle(),
+            c"main".as_ptr(),
+            ffi::SQLITE_CHECKPOINT_NOOP,
+            &raw mut frames,
+            &raw mut copied,
+        )
+    };
+    if code == ffi::SQLITE_OK {
+        Ok(i64::from(frames))
+    } else {
+        Err(CheckpointError::Sqlite(rusqlite::Error::SqliteFailure(ffi::Error::new(code), None)))
+    }
 }
 
 /// A connection of the host's own, beside the store's: it never checkpoints as
@@ -116,8 +140,9 @@ pub fn open_aside(db: &Path) -> rusqlite::Result<rusqlite::Connection> {
 
 #[cfg(test)]
 thread_local! {
-    /// Makes this thread's next flush of a database after a checkpoint fail (tests).
-    static FAIL_NEXT_SYNC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Makes this thread's flush of a database after a copy fail once this many
+    /// more have worked (tests).
+    static FAIL_SYNC_AFTER: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
 }
 
 /// Flushes the database file through the connection's own handle. A descriptor
@@ -129,8 +154,13 @@ thread_local! {
 fn sync_database(conn: &rusqlite::Connection) -> Result<(), CheckpointError> {
     use rusqlite::ffi;
     #[cfg(test)]
-    if FAIL_NEXT_SYNC.replace(false) {
-        return Err(CheckpointError::Flush(std::io::Error::other("injected flush failure")));
+    match FAIL_SYNC_AFTER.get() {
+        Some(0) => {
+            FAIL_SYNC_AFTER.set(None);
+            return Err(CheckpointError::Flush(std::io::Error::other("injected flush failure")));
+        }
+        Some(n) => FAIL_SYNC_AFTER.set(Some(n - 1)),
+        None => {}
     }
     let mut file: *mut ffi::sqlite3_file = std::ptr::null_mut();
     // SAFETY: `conn.handle()` is this open connection's; FILE_POINTER writes the
@@ -221,30 +251,36 @@ mod tests {
         Ok(())
     }
 
-    /// A copy (the catch-up's as the first's) is flushed when it copied
-    /// anything and stopped short of the end; a failed flush refuses flushes. A
-    /// copy that moved nothing flushes nothing.
+    /// A copy that reached the WAL's end is left to SQLite's own flush (one
+    /// stopped short is flushed here: the next tests).
     #[test]
-    fn a_copy_that_stops_short_is_flushed_and_one_that_copied_nothing_is_not() -> Result<(), Box<dyn std::error::Error>>
-    {
+    fn a_copy_that_reached_the_end_is_not_flushed_again() -> Result<(), Box<dyn std::error::Error>> {
         let (_dir, db, writer, reader) = held_back()?;
+        reader.execute_batch("COMMIT")?;
         let conn = open_aside(&db)?;
         let refused = AtomicBool::new(false);
-        let first = copy(&conn, &refused, 0)?;
-        FAIL_NEXT_SYNC.set(true);
-        assert_eq!(copy(&conn, &refused, first)?, first, "nothing more to copy past the reader");
-        assert!(FAIL_NEXT_SYNC.replace(false), "no flush for a copy that moved nothing");
-        // The reader moves to a later snapshot, with more committed past it.
-        reader.execute_batch("COMMIT; BEGIN")?;
-        let seen: i64 = reader.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?;
-        assert_eq!(seen, 100);
-        insert(&writer, 20)?;
-        FAIL_NEXT_SYNC.set(true);
-        let failed = copy(&conn, &refused, first);
+        FAIL_SYNC_AFTER.set(Some(0));
+        copy(&conn, &refused)?;
+        assert_eq!(FAIL_SYNC_AFTER.replace(None), Some(0), "no flush of a copy that reached the end");
+        assert!(!refused.load(Ordering::Acquire));
+        drop(writer);
+        Ok(())
+    }
+
+    /// The catch-up copy, under the write gate, stopped short by a reader, is
+    /// flushed too: its failed flush refuses flushes.
+    #[test]
+    fn a_failed_flush_of_a_partial_catch_up_refuses_flushes() -> Result<(), Box<dyn std::error::Error>> {
+        let (_dir, db, _writer, _reader) = held_back()?;
+        let (gate, refused) = (Arc::new(WriteGate::default()), AtomicBool::new(false));
+        // The first copy's flush works; the catch-up's fails.
+        FAIL_SYNC_AFTER.set(Some(1));
+        let failed = checkpoint(&db, Some(&gate), Duration::from_secs(1), &refused);
         assert!(matches!(failed, Err(CheckpointError::Flush(_))), "{failed:?}");
         assert!(refused.load(Ordering::Acquire), "flushes are refused");
-        let (frames, copied) = progress(&writer)?;
-        assert!(first < copied && copied < frames, "copied further, up to the reader: {first} < {copied} < {frames}");
+        FAIL_SYNC_AFTER.set(Some(0));
+        assert_eq!(checkpoint(&db, Some(&gate), Duration::from_secs(1), &refused).ok(), Some(()));
+        assert_eq!(FAIL_SYNC_AFTER.replace(None), Some(0), "no copy runs once refused");
         Ok(())
     }
 
@@ -255,7 +291,7 @@ mod tests {
     fn a_failed_flush_of_a_partial_copy_refuses_flushes() -> Result<(), Box<dyn std::error::Error>> {
         let (dir, db, writer, reader) = held_back()?;
         let refused = AtomicBool::new(false);
-        FAIL_NEXT_SYNC.set(true);
+        FAIL_SYNC_AFTER.set(Some(0));
         let failed = checkpoint(&db, None, Duration::from_secs(1), &refused);
         assert!(matches!(failed, Err(CheckpointError::Flush(_))), "{failed:?}");
         assert!(refused.load(Ordering::Acquire), "flushes are refused");
