@@ -325,6 +325,10 @@ impl Durability {
                     db = %db.display(), %error,
                     "flushing the database after a checkpoint failed; no later commit will be acknowledged as durable"
                 ),
+                Err(error) if refused.load(Ordering::Acquire) => tracing::error!(
+                    db = %db.display(), %error,
+                    "a checkpoint's write or flush failed; no later commit will be acknowledged as durable"
+                ),
                 Err(error) => {
                     tracing::warn!(db = %db.display(), %error, "background checkpoint failed; it will be retried")
                 }
