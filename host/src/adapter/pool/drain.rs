@@ -93,15 +93,22 @@ impl InstancePool {
         }
         let mut discarded_group = None;
         let done = self.call_in(&mut drain.instance, &mut discarded_group, call, admission, restarting, counters);
-        if let Some(outcome) = discarded_group {
-            self.deliver_held(drain, outcome);
-        }
         let pending = drain.instance.as_mut().is_some_and(|i| i.store.data_mut().sql.group_pending());
         let deliver = move |commit: Result<PendingSync, Error>| {
             let answered = done.and_then(|(value, own)| commit.map(|group| (value, Ok(group.or(own)))));
             // A caller that gave up no longer listens; the call ran all the same.
             let _ = answer.send(answered);
         };
+        if let Some(outcome) = discarded_group {
+            // The call ran in the discarded instance's group, if one had begun:
+            // it is answered with the group's calls, once the group is flushed.
+            if !matches!(outcome, Ok(None)) {
+                drain.held.push(Box::new(deliver));
+                self.deliver_held(drain, outcome);
+                return;
+            }
+            self.deliver_held(drain, outcome);
+        }
         if !pending {
             deliver(Ok(None));
             return;

@@ -199,7 +199,8 @@ impl SqlDatabase {
     /// A new connection to the SQLite file, made first if missing.
     fn open_sqlite(&self) -> Result<sqlite::Sqlite, SqlErrorKind> {
         fresh::create_if_missing(&self.path)?;
-        sqlite::open(&self.path, self.busy_timeout, self.durability.wal_frames(), self.durability.refusal())
+        let d = &self.durability;
+        sqlite::open(&self.path, self.busy_timeout, d.wal_frames(), d.wal_commits(), d.refusal())
     }
 
     /// Creates the SQLite file (in WAL mode, the first time) and opens the

@@ -72,13 +72,15 @@ impl Drop for Sqlite {
     }
 }
 
-/// Opens (creating if needed) the database at `path`; after each commit the
-/// connection stores the WAL's length, in frames, in `wal_frames`. Once
-/// `refused` is set, the connection closes without checkpointing.
+/// Opens (creating if needed) the database at `path`; after each commit that
+/// wrote to the WAL the connection stores the WAL's length, in frames, in
+/// `wal_frames` and counts the commit in `wal_commits`. Once `refused` is set,
+/// the connection closes without checkpointing.
 pub fn open(
     path: &Path,
     busy_timeout: Duration,
     wal_frames: Arc<AtomicU64>,
+    wal_commits: Arc<AtomicU64>,
     refused: Arc<AtomicBool>,
 ) -> Result<Sqlite, SqlErrorKind> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -90,6 +92,9 @@ pub fn open(
         None => rusqlite::Connection::open_with_flags(path, flags),
     }
     .map_err(map_error)?;
+    // Until it is wrapped (whose drop decides), the connection closes without
+    // checkpointing: an open that fails once flushes are refused must not.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true).map_err(map_error)?;
     conn.busy_timeout(busy_timeout).map_err(map_error)?;
     ensure_wal(&conn, busy_timeout)?;
     conn.pragma_update(None, "synchronous", "NORMAL").map_err(map_error)?;
@@ -98,6 +103,7 @@ pub fn open(
     // Replaces the auto-checkpoint's own hook (already off): only reports.
     conn.wal_hook(Some(move |_: &mut Wal, frames: std::ffi::c_int| -> rusqlite::Result<()> {
         wal_frames.store(u64::try_from(frames).unwrap_or(0), Ordering::Release);
+        wal_commits.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }))
     .map_err(map_error)?;
@@ -117,6 +123,7 @@ pub fn open(
     let mut nonce = [0u8; 16];
     getrandom::fill(&mut nonce).map_err(|e| SqlErrorKind::Io(format!("no randomness for the connection: {e}")))?;
     let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, false).map_err(map_error)?;
     Ok(Sqlite { conn, host_control, host_tag: format!(" -- host {nonce}"), refused })
 }
 

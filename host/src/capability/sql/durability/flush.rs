@@ -2,6 +2,7 @@
 //! file is seen.
 
 use std::fs::File;
+use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -9,6 +10,33 @@ use std::sync::atomic::Ordering;
 use super::super::identity;
 use super::{Durability, io};
 use crate::wit::SqlErrorKind;
+
+/// The leader's turn: dropping it (a failed flush, or a lead given up before its
+/// flush started) clears `syncing` and wakes the waiters so one of them leads
+/// next; a flush that worked disarms it ([`Durability::led`]). A flush on the
+/// blocking pool owns its turn (`Leading<Arc<_>>`), so a caller that stops
+/// waiting for it does not hand the lead on while it runs.
+pub(super) struct Leading<D: Deref<Target = Durability>>(Option<D>);
+
+impl<D: Deref<Target = Durability>> Leading<D> {
+    pub(super) fn new(durability: D) -> Self {
+        Self(Some(durability))
+    }
+
+    /// Ends the turn without waking anyone (the caller publishes the flush).
+    pub(super) fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl<D: Deref<Target = Durability>> Drop for Leading<D> {
+    fn drop(&mut self) {
+        if let Some(durability) = self.0.take() {
+            durability.state().syncing = false;
+            durability.durable.send_modify(|_| {});
+        }
+    }
+}
 
 impl Durability {
     /// Flushes the WAL's data. A failure refuses every later flush: the kernel

@@ -14,7 +14,8 @@
 //! connections turn automatic checkpoints off, report the WAL's length after
 //! each commit (their WAL hook), and a checkpoint runs on a blocking task
 //! whenever the WAL holds [`CHECKPOINT_FRAMES`] or more. SQLite flushes the WAL
-//! before a checkpoint and the database after it.
+//! before a checkpoint and the database after one that reached the WAL's end;
+//! the host flushes the database after one that stopped short (see `checkpoint`).
 //!
 //! The checkpoint must let SQLite start the WAL over: the next writer rewinds it
 //! to its beginning only if every frame was copied and no commit came since. A
@@ -35,6 +36,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use self::flush::Leading;
 use super::checkpoint::{self, CHECKPOINT_FRAMES, ClearOnDrop};
 use super::gate::WriteGate;
 use super::identity::Identity;
@@ -43,8 +45,14 @@ use crate::wit::SqlErrorKind;
 
 #[derive(Default)]
 struct State {
-    /// Commits handed out a ticket so far.
+    /// Tickets reserved so far: a commit takes one before its rows become
+    /// visible to other connections.
+    reserved: u64,
+    /// Tickets whose commit has returned (worked or not).
     committed: u64,
+    /// A waiter's ticket is reserved but its commit has not returned: the
+    /// commit's return wakes the waiters.
+    wake_on_commit: bool,
     /// A flush is running.
     syncing: bool,
     /// The open WAL file and its (device, inode), opened by the first flush (the
@@ -52,31 +60,12 @@ struct State {
     wal: Option<(Arc<File>, Identity)>,
 }
 
-/// The leader's turn: dropping it (a failed flush, or a lead given up before its
-/// flush started) clears `syncing` and wakes the waiters so one of them leads
-/// next; a flush that worked disarms it ([`Durability::led`]). A flush on the
-/// blocking pool owns its turn (`Leading<Arc<_>>`), so a caller that stops
-/// waiting for it does not hand the lead on while it runs.
-struct Leading<D: Deref<Target = Durability>>(Option<D>);
-
-impl<D: Deref<Target = Durability>> Leading<D> {
-    fn new(durability: D) -> Self {
-        Self(Some(durability))
-    }
-
-    /// Ends the turn without waking anyone (the caller publishes the flush).
-    fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl<D: Deref<Target = Durability>> Drop for Leading<D> {
-    fn drop(&mut self) {
-        if let Some(durability) = self.0.take() {
-            durability.state().syncing = false;
-            durability.durable.send_modify(|_| {});
-        }
-    }
+/// A commit's ticket, taken before it ran ([`Durability::reserve`]).
+#[must_use = "a reserved ticket must be handed to `Durability::committed`, or reads that saw it wait forever"]
+pub struct Reservation {
+    ticket: u64,
+    /// The WAL's commit count then: a commit that wrote moved it on.
+    wal_commits: u64,
 }
 
 /// The group-commit and checkpoint coordinator of one database file.
@@ -93,6 +82,8 @@ pub struct Durability {
     prefiller: Arc<Prefiller>,
     /// Frames in the WAL as of the latest commit (set by the connections' WAL hook).
     wal_frames: Arc<AtomicU64>,
+    /// Commits that wrote to the WAL (counted by the same hook).
+    wal_commits: Arc<AtomicU64>,
     /// This host's writers, held off while a checkpoint catches up (`None`: none to hold).
     writers: Option<Arc<WriteGate>>,
     busy_timeout: Duration,
@@ -127,6 +118,7 @@ impl Durability {
             durable: watch::channel(0).0,
             checkpointing: Arc::new(AtomicBool::new(false)),
             wal_frames: Arc::new(AtomicU64::new(0)),
+            wal_commits: Arc::new(AtomicU64::new(0)),
             writers,
             busy_timeout,
             refused,
@@ -149,14 +141,45 @@ impl Durability {
         }
     }
 
-    /// Called right after a commit returned: the commit's ticket, or `None` when
-    /// commits need no flush.
-    pub fn committed(&self) -> Option<u64> {
-        let (ticket, wal) = {
+    /// Where connections count the commits that wrote to the WAL.
+    pub fn wal_commits(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.wal_commits)
+    }
+
+    /// Called under this host's write turn right before a commit: from then on
+    /// its rows may be visible to other connections, so a call that reads waits
+    /// for its ticket ([`Self::unflushed`]). [`Self::committed`] must follow,
+    /// whatever the commit's outcome.
+    pub fn reserve(&self) -> Reservation {
+        let mut state = self.state();
+        state.reserved += 1;
+        Reservation { ticket: state.reserved, wal_commits: self.wal_commits.load(Ordering::Acquire) }
+    }
+
+    /// Called once the commit `reserved` for returned, worked or not: its ticket
+    /// if it wrote to the WAL, or `None` when it did not or commits need no
+    /// flush. A commit that wrote nothing is durable as soon as the one before it.
+    pub fn committed(&self, reserved: Reservation) -> Option<u64> {
+        let ticket = reserved.ticket;
+        let wrote = self.wal_commits.load(Ordering::Acquire) != reserved.wal_commits;
+        let (wake, wal) = {
             let mut state = self.state();
-            state.committed += 1;
-            (state.committed, state.wal.as_ref().map(|(_, identity)| *identity))
+            state.committed = state.committed.max(ticket);
+            (std::mem::take(&mut state.wake_on_commit), state.wal.as_ref().map(|(_, identity)| *identity))
         };
+        if !wrote {
+            self.durable.send_if_modified(|durable| {
+                let nothing_to_flush = *durable + 1 >= ticket;
+                if nothing_to_flush {
+                    *durable = (*durable).max(ticket);
+                }
+                nothing_to_flush || wake
+            });
+            return None;
+        }
+        if wake {
+            self.durable.send_modify(|_| {});
+        }
         if self.flush {
             self.prefiller.after_commit(self.wal_frames.load(Ordering::Acquire), wal);
         } else {
@@ -174,7 +197,8 @@ impl Durability {
     }
 
     /// At `sql_sync = "full"`, when some commit is not yet known durable: the
-    /// ticket that covers every commit so far. A call that committed nothing
+    /// ticket that covers every commit so far, one under way included (its rows
+    /// may be visible before it returns). A call that committed nothing
     /// waits for it before it answers, since what it read may hang on such a
     /// commit (another caller's under way, or one whose flush failed: a retried
     /// create then finds what a crash could take back).
@@ -182,8 +206,8 @@ impl Durability {
         if !self.flush {
             return None;
         }
-        let committed = self.state().committed;
-        (committed > *self.durable.borrow()).then_some(committed)
+        let reserved = self.state().reserved;
+        (reserved > *self.durable.borrow()).then_some(reserved)
     }
 
     /// The WAL's path.
@@ -220,13 +244,19 @@ impl Durability {
             }
             let lead = {
                 let mut state = self.state();
-                (!state.syncing).then(|| {
-                    state.syncing = true;
-                    state.committed
-                })
+                if state.committed < ticket {
+                    // The commit is under way (a read saw it): its return wakes us.
+                    state.wake_on_commit = true;
+                    None
+                } else {
+                    (!state.syncing).then(|| {
+                        state.syncing = true;
+                        state.committed
+                    })
+                }
             };
             let Some(target) = lead else {
-                // Someone flushes; wait for them (a failed flush also notifies).
+                // Someone flushes, or commits; wait for them (a failed flush also notifies).
                 if seen.changed().await.is_err() {
                     return Err(SqlErrorKind::Io("the database was closed before the commit was flushed".into()));
                 }
@@ -260,7 +290,7 @@ impl Durability {
         }
         let target = {
             let mut state = self.state();
-            if state.syncing {
+            if state.syncing || state.committed < ticket {
                 return None;
             }
             state.syncing = true;

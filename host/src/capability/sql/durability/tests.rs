@@ -1,5 +1,12 @@
 use super::*;
 
+/// A commit that wrote to the WAL, as a connection's WAL hook reports it: its ticket.
+fn commit(durability: &Durability) -> Option<u64> {
+    let reserved = durability.reserve();
+    durability.wal_commits.fetch_add(1, Ordering::AcqRel);
+    durability.committed(reserved)
+}
+
 /// A database in WAL mode with one table, its connection, and its durability at full sync.
 fn wal_database(
     dir: &tempfile::TempDir,
@@ -18,7 +25,7 @@ async fn concurrent_commits_share_flushes_and_all_become_durable() -> Result<(),
     let (db, _conn, durability) = wal_database(&dir)?;
     let mut waiters = Vec::new();
     for _ in 0..32 {
-        let ticket = durability.committed().ok_or("full sync hands out tickets")?;
+        let ticket = commit(&durability).ok_or("full sync hands out tickets")?;
         let d = Arc::clone(&durability);
         waiters.push(tokio::spawn(async move { d.durable(ticket, ticket % 2 == 0).await }));
     }
@@ -27,7 +34,7 @@ async fn concurrent_commits_share_flushes_and_all_become_durable() -> Result<(),
     }
     assert_eq!(*durability.durable.borrow(), 32, "every ticket is durable");
     let normal = Durability::new(&db, false, None, Duration::from_secs(1));
-    assert!(normal.committed().is_none(), "normal sync waits for nothing");
+    assert!(commit(&normal).is_none(), "normal sync waits for nothing");
     Ok(())
 }
 
@@ -35,11 +42,11 @@ async fn concurrent_commits_share_flushes_and_all_become_durable() -> Result<(),
 async fn once_flushes_are_refused_no_commit_is_reported_durable() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let (_db, conn, durability) = wal_database(&dir)?;
-    let ticket = durability.committed().ok_or("full sync hands out tickets")?;
+    let ticket = commit(&durability).ok_or("full sync hands out tickets")?;
     durability.durable(ticket, true).await.map_err(|e| format!("{e:?}"))?;
     durability.refuse_flushes();
     conn.execute_batch("INSERT INTO t VALUES (1)")?;
-    let ticket = durability.committed().ok_or("full sync hands out tickets")?;
+    let ticket = commit(&durability).ok_or("full sync hands out tickets")?;
     let flushed = durability.durable(ticket, true).await;
     assert!(matches!(flushed, Err(SqlErrorKind::Io(_))), "{flushed:?}");
     Ok(())
@@ -54,17 +61,17 @@ async fn a_failed_flush_refuses_every_later_one() -> Result<(), Box<dyn std::err
         let dir = tempfile::tempdir()?;
         let (_db, conn, durability) = wal_database(&dir)?;
         if !fail_first {
-            let ticket = durability.committed().ok_or("full sync hands out tickets")?;
+            let ticket = commit(&durability).ok_or("full sync hands out tickets")?;
             durability.durable(ticket, true).await.map_err(|e| format!("{e:?}"))?;
         }
         conn.execute_batch("INSERT INTO t VALUES (1)")?;
-        let ticket = durability.committed().ok_or("full sync hands out tickets")?;
+        let ticket = commit(&durability).ok_or("full sync hands out tickets")?;
         durability.fail_next_flush.store(true, Ordering::Release);
         let failed = durability.durable(ticket, true).await;
         assert!(matches!(failed, Err(SqlErrorKind::Io(_))), "{failed:?}");
         for _ in 0..2 {
             conn.execute_batch("INSERT INTO t VALUES (2)")?;
-            let ticket = durability.committed().ok_or("full sync hands out tickets")?;
+            let ticket = commit(&durability).ok_or("full sync hands out tickets")?;
             let later = durability.durable(ticket, true).await;
             assert!(matches!(later, Err(SqlErrorKind::Io(_))), "a later flush is refused ({fail_first}): {later:?}");
         }
@@ -128,7 +135,7 @@ async fn a_flush_keeps_the_lead_when_its_caller_stops_waiting() -> Result<(), Bo
     let (release, release_rx) = std::sync::mpsc::channel();
     *durability.hold_flushes.lock().map_err(|e| e.to_string())? =
         Some(Hold { started: started_tx, release: release_rx });
-    let ticket = durability.committed().ok_or("full sync hands out tickets")?;
+    let ticket = commit(&durability).ok_or("full sync hands out tickets")?;
     let d = Arc::clone(&durability);
     let waiter = tokio::spawn(async move { d.durable(ticket, false).await });
     tokio::task::spawn_blocking(move || started.recv()).await??;
@@ -142,7 +149,7 @@ async fn a_flush_keeps_the_lead_when_its_caller_stops_waiting() -> Result<(), Bo
     assert!(!durability.state().syncing, "the lead is handed back once the flush is over");
     assert_eq!(durability.unflushed(), None, "every commit is durable");
     // A flush led on the blocking pool that worked lets go of the coordinator.
-    let ticket = durability.committed().ok_or("full sync hands out tickets")?;
+    let ticket = commit(&durability).ok_or("full sync hands out tickets")?;
     durability.durable(ticket, false).await.map_err(|e| format!("{e:?}"))?;
     // (The blocking tasks drop their references as they end, maybe after the wake-up.)
     for _ in 0..5000 {
@@ -164,9 +171,14 @@ fn a_refused_store_neither_checkpoints_nor_closes_with_a_checkpoint() -> Result<
         let dir = tempfile::tempdir()?;
         let db = dir.path().join("t.db");
         let durability = Durability::new(&db, true, None, Duration::from_secs(1));
-        let mut conn =
-            super::super::sqlite::open(&db, Duration::from_secs(1), durability.wal_frames(), durability.refusal())
-                .map_err(|e| format!("{e:?}"))?;
+        let mut conn = super::super::sqlite::open(
+            &db,
+            Duration::from_secs(1),
+            durability.wal_frames(),
+            durability.wal_commits(),
+            durability.refusal(),
+        )
+        .map_err(|e| format!("{e:?}"))?;
         use super::super::Connection as _;
         conn.execute("CREATE TABLE t (x)", &[]).map_err(|e| format!("{e:?}"))?;
         if refuse {
@@ -183,5 +195,39 @@ fn a_refused_store_neither_checkpoints_nor_closes_with_a_checkpoint() -> Result<
         let wal = dir.path().join("t.db-wal");
         assert_eq!(wal.exists(), refuse, "refused: {refuse}");
     }
+    Ok(())
+}
+
+/// A read that saw a commit under way (its ticket reserved, the commit not yet
+/// returned) waits for the commit to return, with no flush meanwhile, then for
+/// its flush; a commit that wrote nothing is durable as soon as the one before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_waits_for_a_commit_under_way_then_its_flush() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let (_db, _conn, durability) = wal_database(&dir)?;
+    let first = commit(&durability).ok_or("full sync hands out tickets")?;
+    durability.durable(first, true).await.map_err(|e| format!("{e:?}"))?;
+    let reserved = durability.reserve();
+    let read = durability.unflushed().ok_or("a read waits for the commit under way")?;
+    assert!(durability.durable_here(read).is_none(), "no flush leads for a commit under way");
+    // A flush started now would fail (and refuse every later one).
+    durability.fail_next_flush.store(true, Ordering::Release);
+    let d = Arc::clone(&durability);
+    let waiter = tokio::spawn(async move { d.durable(read, false).await });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!waiter.is_finished(), "no answer before the commit returns");
+    assert!(durability.fail_next_flush.swap(false, Ordering::AcqRel), "no flush while the commit was under way");
+    durability.wal_commits.fetch_add(1, Ordering::AcqRel);
+    assert_eq!(durability.committed(reserved), Some(read));
+    waiter.await?.map_err(|e| format!("{e:?}"))?;
+    assert!(*durability.durable.borrow() >= read, "flushed once the commit returned");
+    // A commit that wrote nothing needs no flush (one would fail).
+    durability.fail_next_flush.store(true, Ordering::Release);
+    let reserved = durability.reserve();
+    let read = durability.unflushed().ok_or("a read waits for the commit under way")?;
+    assert_eq!(durability.committed(reserved), None, "it wrote nothing");
+    assert!(durability.unflushed().is_none(), "durable with the commit before it");
+    durability.durable(read, true).await.map_err(|e| format!("{e:?}"))?;
+    assert!(durability.fail_next_flush.load(Ordering::Acquire), "no flush ran");
     Ok(())
 }

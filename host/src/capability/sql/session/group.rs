@@ -79,26 +79,23 @@ impl SqlSession {
         if !group.begun {
             return Ok(None);
         }
-        let conn = self.conn()?;
-        let outcome = if !conn.in_transaction() {
-            Err(lost())
-        } else {
-            let undone = if group.call_open { conn.execute_plain(CALL_UNDO) } else { Ok(()) };
-            match undone.and_then(|()| conn.commit()) {
-                Ok(()) => Ok(()),
-                Err(e) => {
-                    if conn.in_transaction()
-                        && let Err(undo) = conn.rollback()
-                    {
-                        tracing::warn!(error = ?undo, "rolling back a commit group that failed to commit failed");
-                    }
-                    Err(e)
-                }
+        let outcome = self.commit_with(|s| {
+            let conn = s.conn()?;
+            if !conn.in_transaction() {
+                return Err(lost());
             }
-        };
+            let undone = if group.call_open { conn.execute_plain(CALL_UNDO) } else { Ok(()) };
+            let committed = undone.and_then(|()| conn.commit());
+            if committed.is_err()
+                && conn.in_transaction()
+                && let Err(undo) = conn.rollback()
+            {
+                tracing::warn!(error = ?undo, "rolling back a commit group that failed to commit failed");
+            }
+            committed
+        });
         self.settle();
         outcome?;
-        self.committed();
         Ok(self.take_ticket())
     }
 

@@ -75,11 +75,18 @@ impl SqlSession {
         }
     }
 
-    /// A transaction of this call committed: remember its group-commit ticket.
-    fn committed(&mut self) {
-        if let Some(ticket) = self.db.as_ref().and_then(|db| db.durability().committed()) {
+    /// Runs `commit`, which may make this connection's writes visible to the
+    /// others, under a ticket reserved first: a call that reads waits for it
+    /// from then on. If the commit wrote, this call waits for its ticket.
+    fn commit_with<T>(&mut self, commit: impl FnOnce(&mut Self) -> T) -> T {
+        let reserved = self.db.as_ref().map(|db| db.durability().reserve());
+        let outcome = commit(self);
+        if let Some((db, reserved)) = self.db.as_ref().zip(reserved)
+            && let Some(ticket) = db.durability().committed(reserved)
+        {
             self.ticket = Some(ticket);
         }
+        outcome
     }
 
     /// The database and the ticket this call must wait for before its answer is
@@ -103,11 +110,12 @@ impl SqlSession {
             // A statement on its own is a write transaction of its own.
             self.take_turn()?;
         }
-        let changed = self.conn()?.execute(statement, params);
+        let changed = if autocommit {
+            self.commit_with(|s| s.conn().and_then(|c| c.execute(statement, params)))
+        } else {
+            self.conn()?.execute(statement, params)
+        };
         self.settle();
-        if autocommit && changed.as_ref().is_ok_and(|c| *c > 0) {
-            self.committed();
-        }
         changed
     }
 
@@ -149,8 +157,7 @@ impl SqlSession {
                 }
             }
         }
-        conn.commit()?;
-        self.committed();
+        self.commit_with(|s| s.conn()?.commit())?;
         Ok(changes)
     }
 
@@ -171,15 +178,12 @@ impl SqlSession {
         if self.group.is_some() {
             return self.group_commit();
         }
-        let conn = self.conn()?;
-        if !conn.in_transaction() {
+        if !self.conn()?.in_transaction() {
             return Err(SqlErrorKind::Transaction("no transaction is open".into()));
         }
-        let committed = conn.commit();
+        let committed = self.commit_with(|s| s.conn()?.commit());
         self.settle();
-        committed?;
-        self.committed();
-        Ok(())
+        committed
     }
 
     pub fn rollback(&mut self) -> Result<(), SqlErrorKind> {

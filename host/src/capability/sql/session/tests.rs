@@ -298,3 +298,21 @@ fn a_call_that_read_an_unflushed_commit_waits_for_its_flush() -> Result<(), Box<
     assert!(db.durability().durable_here(read).ok_or("nobody else flushes")?.is_err());
     Ok(())
 }
+
+/// A commit waits for a flush if it wrote to the WAL, whatever rows it changed:
+/// a lone DDL statement does (it changes none); a transaction that only read
+/// does not.
+#[test]
+fn a_commit_waits_for_a_flush_if_it_wrote() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let db = Arc::new(SqlDatabase::sqlite(dir.path().join("t.db"), 1 << 20, Duration::from_secs(1), SqlSync::Full));
+    let mut s = SqlSession::new(Arc::clone(&db));
+    ok(s.execute("CREATE TABLE t (x)", &[]))?;
+    let (_, ddl) = s.take_ticket().ok_or("a lone DDL statement wrote")?;
+    ok(db.durability().durable_here(ddl).ok_or("nobody else flushes")?)?;
+    ok(s.begin())?;
+    ok(s.query("SELECT count(*) FROM t", &[]))?;
+    ok(s.commit())?;
+    assert!(s.take_ticket().is_none(), "a transaction that only read waits for nothing");
+    Ok(())
+}
