@@ -88,6 +88,11 @@ pub trait Connection: Send {
     fn query(&mut self, statement: &str, params: &[Value], max_bytes: u64) -> Result<Rows, SqlErrorKind>;
     /// Whether a transaction is open.
     fn in_transaction(&self) -> bool;
+    /// Whether `statement` may write, so that outside a transaction it commits
+    /// on its own (engines whose writers the host does not queue: `false`).
+    fn writes(&mut self, _statement: &str) -> Result<bool, SqlErrorKind> {
+        Ok(false)
+    }
     /// Starts a write transaction.
     fn begin(&mut self) -> Result<(), SqlErrorKind>;
     fn commit(&mut self) -> Result<(), SqlErrorKind>;

@@ -259,6 +259,10 @@ impl Connection for Sqlite {
         !self.conn.is_autocommit()
     }
 
+    fn writes(&mut self, statement: &str) -> Result<bool, SqlErrorKind> {
+        Ok(!self.conn.prepare_cached(statement).map_err(map_error)?.readonly())
+    }
+
     fn begin(&mut self) -> Result<(), SqlErrorKind> {
         self.host_prepared("BEGIN IMMEDIATE")
     }

@@ -228,6 +228,20 @@ async fn a_read_waits_for_a_commit_under_way_then_its_flush() -> Result<(), Box<
     assert_eq!(durability.committed(reserved), None, "it wrote nothing");
     assert!(durability.unflushed().is_none(), "durable with the commit before it");
     durability.durable(read, true).await.map_err(|e| format!("{e:?}"))?;
-    assert!(durability.fail_next_flush.load(Ordering::Acquire), "no flush ran");
+    assert!(durability.fail_next_flush.swap(false, Ordering::AcqRel), "no flush ran");
+    // One that wrote nothing after one not yet flushed: a read waits for both,
+    // and the return of the second wakes it to flush them.
+    let wrote = commit(&durability).ok_or("full sync hands out tickets")?;
+    let reserved = durability.reserve();
+    let read = durability.unflushed().ok_or("a read waits for the commits")?;
+    assert!(read > wrote);
+    let d = Arc::clone(&durability);
+    let waiter = tokio::spawn(async move { d.durable(read, false).await });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(durability.committed(reserved), None, "it wrote nothing");
+    assert_eq!(durability.unflushed(), Some(read), "the commit before it is not flushed");
+    let woken = tokio::time::timeout(Duration::from_secs(10), waiter).await;
+    woken.map_err(|_| "the waiter was never woken")??.map_err(|e| format!("{e:?}"))?;
+    assert!(durability.unflushed().is_none(), "both flushed");
     Ok(())
 }

@@ -153,11 +153,15 @@ impl SqlSession {
         if !self.group.as_ref().is_some_and(|g| g.call_open) {
             return Ok(());
         }
-        self.call_closed();
+        // The call's transaction stays open until it is undone: should that
+        // fail, closing the group undoes it again (or fails the group), never
+        // commits it.
         match self.conn.as_mut() {
-            Some(conn) if conn.in_transaction() => conn.execute_plain(CALL_UNDO),
-            _ => Ok(()),
+            Some(conn) if conn.in_transaction() => conn.execute_plain(CALL_UNDO)?,
+            _ => {}
         }
+        self.call_closed();
+        Ok(())
     }
 
     fn call_closed(&mut self) {

@@ -12,6 +12,7 @@ mod group;
 use std::sync::Arc;
 
 use self::group::Group;
+use super::durability::{Durability, Reservation};
 use super::gate::WriteTurn;
 use super::value::{Rows, Value};
 use super::{Connection, SqlDatabase};
@@ -78,12 +79,15 @@ impl SqlSession {
     /// Runs `commit`, which may make this connection's writes visible to the
     /// others, under a ticket reserved first: a call that reads waits for it
     /// from then on. If the commit wrote, this call waits for its ticket.
+    /// PostgreSQL orders its commits itself: no ticket.
     fn commit_with<T>(&mut self, commit: impl FnOnce(&mut Self) -> T) -> T {
-        let reserved = self.db.as_ref().map(|db| db.durability().reserve());
+        let mut pending = self
+            .db
+            .as_ref()
+            .filter(|db| db.server.is_none())
+            .map(|db| Pending { reserved: Some(db.durability().reserve()), durability: Arc::clone(db.durability()) });
         let outcome = commit(self);
-        if let Some((db, reserved)) = self.db.as_ref().zip(reserved)
-            && let Some(ticket) = db.durability().committed(reserved)
-        {
+        if let Some(ticket) = pending.as_mut().and_then(Pending::committed) {
             self.ticket = Some(ticket);
         }
         outcome
@@ -119,9 +123,18 @@ impl SqlSession {
         changed
     }
 
+    /// A statement that writes (`INSERT … RETURNING`, a pragma that sets)
+    /// outside a transaction is a write transaction of its own, as in `execute`.
     pub fn query(&mut self, statement: &str, params: &[Value]) -> Result<Rows, SqlErrorKind> {
         let max = self.db.as_ref().map_or(0, |db| db.max_result_bytes);
-        self.conn()?.query(statement, params, max)
+        let conn = self.conn()?;
+        if conn.in_transaction() || !conn.writes(statement)? {
+            return conn.query(statement, params, max);
+        }
+        self.take_turn()?;
+        let rows = self.commit_with(|s| s.conn().and_then(|c| c.query(statement, params, max)));
+        self.settle();
+        rows
     }
 
     /// Runs every statement in one transaction (a savepoint inside an open one):
@@ -211,6 +224,26 @@ impl SqlSession {
             self.rollback()?;
         }
         Ok(open)
+    }
+}
+
+/// A reserved ticket not yet counted committed: counted when the commit
+/// returns, or when this is dropped (the commit panicked), so that no read
+/// waits for it forever.
+struct Pending {
+    durability: Arc<Durability>,
+    reserved: Option<Reservation>,
+}
+
+impl Pending {
+    fn committed(&mut self) -> Option<u64> {
+        self.reserved.take().and_then(|reserved| self.durability.committed(reserved))
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.committed();
     }
 }
 

@@ -316,3 +316,42 @@ fn a_commit_waits_for_a_flush_if_it_wrote() -> Result<(), Box<dyn std::error::Er
     assert!(s.take_ticket().is_none(), "a transaction that only read waits for nothing");
     Ok(())
 }
+
+/// A statement that writes through `query` outside a transaction commits on its
+/// own, with a ticket, as one through `execute` does; one that reads takes none.
+#[test]
+fn a_write_through_query_commits_like_one_through_execute() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let db = Arc::new(SqlDatabase::sqlite(dir.path().join("t.db"), 1 << 20, Duration::from_secs(1), SqlSync::Full));
+    let mut s = SqlSession::new(Arc::clone(&db));
+    ok(s.execute("CREATE TABLE t (x)", &[]))?;
+    let flush = |s: &mut SqlSession| -> Result<(), String> {
+        let (_, ticket) = s.take_ticket().ok_or("a ticket")?;
+        ok(db.durability().durable_here(ticket).ok_or("nobody else flushes")?)
+    };
+    flush(&mut s)?;
+    let returned = ok(s.query("INSERT INTO t VALUES (7) RETURNING x", &[]))?;
+    assert!(matches!(returned.rows[..], [ref row] if matches!(row[..], [Value::Integer(7)])));
+    assert!(s.turn.is_none() && !ok(s.conn())?.in_transaction(), "committed on its own");
+    flush(&mut s)?;
+    ok(s.query("PRAGMA user_version = 3", &[]))?;
+    flush(&mut s)?;
+    ok(s.query("SELECT count(*) FROM t", &[]))?;
+    assert!(s.take_ticket().is_none(), "a read of durable commits waits for nothing");
+    Ok(())
+}
+
+/// A commit that panics still counts its reserved ticket as returned: no read
+/// waits for it forever.
+#[test]
+fn a_commit_that_panics_leaves_no_read_waiting() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let db = Arc::new(SqlDatabase::sqlite(dir.path().join("t.db"), 1 << 20, Duration::from_secs(1), SqlSync::Full));
+    let mut s = SqlSession::new(Arc::clone(&db));
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        s.commit_with(|_| -> () { panic!("a commit that panics (expected by this test)") })
+    }));
+    assert!(panicked.is_err());
+    assert!(db.durability().unflushed().is_none(), "nothing left to wait for");
+    Ok(())
+}
