@@ -49,23 +49,25 @@ pub enum CheckpointError {
 /// reader still uses it). Without the turn (busy), the WAL stays as it is and
 /// the next commit's checkpoint tries again.
 ///
-/// SQLite flushes the database file only at the end of a checkpoint that
-/// reached the WAL's last frame. The passive copy, overtaken by the writers,
-/// does not, so the pages it wrote (up to
-/// [`CHECKPOINT_FRAMES`] of them) would
-/// all be flushed by the catch-up, with every writer held off for it. They are
-/// flushed here first, beside the writers; the catch-up then flushes only what
-/// it copied itself (phase E with 1,000 conversations, two runs each: p99 187
-/// against 260–265 ms, 24,800–27,800 against 21,300–22,500 msgs/s).
+/// SQLite flushes the database file only after a copy that reached the WAL's
+/// end as it stood when the copy ended. A passive copy that a reader's snapshot
+/// stopped short is flushed here at once, beside the writers: the catch-up
+/// stops there too, and would otherwise flush up to [`CHECKPOINT_FRAMES`] pages
+/// with every writer held off (phase E with 1,000 conversations, two runs each:
+/// p99 187 against 260–265 ms, 24,800–27,800 against 21,300–22,500 msgs/s). One
+/// that commits overtook is left to the catch-up, which then reaches the end
+/// and whose flush covers every page of the file: flushing it beside the
+/// writers too made phase B's p99 1.5× longer (the writers' flushes of the WAL
+/// queue behind it; 15 alternating rows). Pages no flush covered once the
+/// catch-up is done (it stopped short, or could not run) are flushed before
+/// the checkpoint returns.
 ///
 /// SQLite counts the partial copy as done before that flush, so should the flush
 /// fail, the next checkpoint would not copy those pages again: its own flush
 /// could then succeed (the kernel may mark pages it failed to write clean) and
 /// let the WAL start over, dropping the only copy on disk of what was lost.
 /// So a failed flush sets `refused`: no checkpoint runs after it, no flush of
-/// the WAL is acknowledged, and connections close without checkpointing. Each
-/// copy, the catch-up's too, is flushed that way unless SQLite flushed it (see
-/// [`copy`]).
+/// the WAL is acknowledged, and connections close without checkpointing.
 pub fn checkpoint(
     db: &Path,
     writers: Option<&Arc<WriteGate>>,
@@ -77,7 +79,20 @@ pub fn checkpoint(
     }
     let conn = open_aside(db)?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    copy(&conn, refused, None)?;
+    let refuse = |e: CheckpointError| {
+        refused.store(true, Ordering::Release);
+        e
+    };
+    let first = copy(&conn, refused, None)?;
+    // Copied pages no flush has covered yet.
+    let mut unflushed = first.copied && !first.flushed;
+    if unflushed && first.short {
+        // A reader stopped it (the catch-up stops there too): flushed now,
+        // beside the writers. One that commits overtook is left to the
+        // catch-up, whose flush covers every page of the file.
+        sync_database(&conn).map_err(refuse)?;
+        unflushed = false;
+    }
     #[cfg(test)]
     if let Some(between) = BETWEEN_COPIES.take() {
         between();
@@ -86,39 +101,56 @@ pub fn checkpoint(
         && let Some(Ok(_turn)) = writers.map(|gate| gate.enter(busy_timeout))
     {
         // No writer of this host moves the count meanwhile: a catch-up that
-        // leaves it where it is copied nothing, and needs no flush.
+        // leaves it where it is copied nothing.
         let before = wal_state(&conn).map(|(_, copied)| copied);
-        copy(&conn, refused, before)?;
+        let catch_up = copy(&conn, refused, before)?;
+        if catch_up.copied {
+            unflushed = !catch_up.flushed;
+        }
+    }
+    if unflushed && !refused.load(Ordering::Acquire) {
+        sync_database(&conn).map_err(refuse)?;
     }
     Ok(())
 }
 
-/// One passive copy. SQLite flushes the database only if the copy reached the
-/// WAL's end as it was when the copy ended (which a commit then moves on, never
-/// back); otherwise (a reader's snapshot stopped it, or a commit overtook it)
-/// the pages it copied are flushed here, unless the frames copied are still
-/// `before`. Any failed write or flush sets `refused`: SQLite's own flush of
-/// the WAL before the copy is one of them.
-fn copy(conn: &rusqlite::Connection, refused: &AtomicBool, before: Option<i64>) -> Result<(), CheckpointError> {
-    let refuse = |e: CheckpointError| {
-        refused.store(true, Ordering::Release);
-        e
-    };
+/// What one passive copy did.
+#[derive(Debug, Default)]
+struct Copied {
+    /// It copied frames (past `before`, when known).
+    copied: bool,
+    /// SQLite flushed the database after it: it reached the WAL's end as it was
+    /// when the copy ended (which a commit then moves on, never back).
+    flushed: bool,
+    /// It stopped short of the WAL's end as it was when it began: a reader's
+    /// snapshot held it back.
+    short: bool,
+}
+
+/// One passive copy (none once flushes are refused). Any failed write or flush
+/// sets `refused`: SQLite's own flush of the WAL before the copy, and of the
+/// database after one that reached the end, among them.
+fn copy(conn: &rusqlite::Connection, refused: &AtomicBool, before: Option<i64>) -> Result<Copied, CheckpointError> {
     // Checked again here: the catch-up may have waited for the write turn.
     if refused.load(Ordering::Acquire) {
-        return Ok(());
+        return Ok(Copied::default());
     }
-    let copied = match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(2)) {
-        Ok(copied) => copied,
-        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::SystemIoFailure) => return Err(refuse(e.into())),
+    let (frames, copied) = match conn
+        .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)))
+    {
+        Ok(counts) => counts,
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::SystemIoFailure) => {
+            refused.store(true, Ordering::Release);
+            return Err(e.into());
+        }
         Err(e) => return Err(e.into()),
     };
-    // The end unknown (a header read torn by a commit reports busy): flushed.
-    let flushed_by_sqlite = wal_state(conn).is_some_and(|(end, _)| end == copied);
-    if copied > 0 && !flushed_by_sqlite && before != Some(copied) {
-        sync_database(conn).map_err(refuse)?;
-    }
-    Ok(())
+    Ok(Copied {
+        copied: copied > 0 && before != Some(copied),
+        // The end unknown (a header read torn by a commit reports busy): not flushed.
+        flushed: wal_state(conn).is_some_and(|(end, _)| end == copied),
+        short: copied < frames,
+    })
 }
 
 /// The WAL's last frame and the frames copied so far, now (a checkpoint that
@@ -274,7 +306,11 @@ mod tests {
         let conn = open_aside(&db)?;
         let refused = AtomicBool::new(false);
         FAIL_SYNC_AFTER.set(Some(0));
-        copy(&conn, &refused, None)?;
+        let copied = copy(&conn, &refused, None)?;
+        assert!(copied.copied && copied.flushed && !copied.short, "{copied:?}");
+        drop(conn);
+        insert(&writer, 20)?;
+        checkpoint(&db, None, Duration::from_secs(1), &refused)?;
         assert_eq!(FAIL_SYNC_AFTER.replace(None), Some(0), "no flush of a copy that reached the end");
         assert!(!refused.load(Ordering::Acquire));
         drop(writer);
@@ -327,7 +363,7 @@ mod tests {
         let refused = AtomicBool::new(true);
         checkpoint(&db, None, Duration::from_secs(1), &refused)?;
         assert_eq!(wal_state(&writer).map(|(_, copied)| copied), Some(0), "nothing copied");
-        copy(&open_aside(&db)?, &refused, None)?;
+        assert!(!copy(&open_aside(&db)?, &refused, None)?.copied);
         assert_eq!(wal_state(&writer).map(|(_, copied)| copied), Some(0), "nothing copied");
         refused.store(false, Ordering::Release);
         checkpoint(&db, None, Duration::from_secs(1), &refused)?;

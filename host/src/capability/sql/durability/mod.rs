@@ -15,7 +15,8 @@
 //! each commit (their WAL hook), and a checkpoint runs on a blocking task
 //! whenever the WAL holds [`CHECKPOINT_FRAMES`] or more. SQLite flushes the WAL
 //! before a checkpoint and the database after one that reached the WAL's end;
-//! the host flushes the database after one that stopped short (see `checkpoint`).
+//! the host flushes what copies that stopped short left before the checkpoint
+//! returns (see `checkpoint`).
 //!
 //! The checkpoint must let SQLite start the WAL over: the next writer rewinds it
 //! to its beginning only if every frame was copied and no commit came since. A

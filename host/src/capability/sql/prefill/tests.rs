@@ -39,6 +39,21 @@ fn zeros_ahead_of_the_wal_are_ignored_and_overwritten() -> Result<(), Box<dyn st
     Ok(())
 }
 
+/// Waits for the prefill under way, if any.
+async fn settled(prefiller: &Prefiller) {
+    while prefiller.running() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// A connection to a new database in WAL mode, with one table.
+fn wal_writer(db: &Path) -> rusqlite::Result<rusqlite::Connection> {
+    let writer = rusqlite::Connection::open(db)?;
+    writer.pragma_update(None, "journal_mode", "WAL")?;
+    writer.execute_batch("CREATE TABLE t (x)")?;
+    Ok(writer)
+}
+
 /// Unflushed commits get room too, and a WAL made anew (its frame count went
 /// down) is looked up again instead of counting the old file's room.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -49,19 +64,12 @@ async fn unflushed_commits_follow_the_wal_file() -> Result<(), Box<dyn std::erro
     let chunk = 32 + CHUNK_FRAMES * 4120;
     let refused = Arc::new(AtomicBool::new(false));
     let prefiller = Arc::new(Prefiller::new(&db, &wal, false, None, Duration::from_secs(1), refused));
-    let settled = || async {
-        while prefiller.running() {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    };
-    let writer = rusqlite::Connection::open(&db)?;
-    writer.pragma_update(None, "journal_mode", "WAL")?;
-    writer.execute_batch("CREATE TABLE t (x)")?;
+    let writer = wal_writer(&db)?;
     prefiller.after_unflushed_commit(FIRST_FRAMES - 1);
-    settled().await;
+    settled(&prefiller).await;
     assert!(std::fs::metadata(&wal)?.len() < chunk, "too few frames to prefill");
     prefiller.after_unflushed_commit(FIRST_FRAMES);
-    settled().await;
+    settled(&prefiller).await;
     assert_eq!(std::fs::metadata(&wal)?.len(), chunk, "one chunk of room");
     // The last connection to close deletes the WAL; the next one makes another.
     drop(writer);
@@ -70,7 +78,7 @@ async fn unflushed_commits_follow_the_wal_file() -> Result<(), Box<dyn std::erro
     writer.execute_batch("INSERT INTO t VALUES (1)")?;
     prefiller.after_unflushed_commit(2);
     prefiller.after_unflushed_commit(FIRST_FRAMES);
-    settled().await;
+    settled(&prefiller).await;
     assert_eq!(std::fs::metadata(&wal)?.len(), chunk, "the new file got its own room");
     let count: i64 = writer.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?;
     assert_eq!(count, 1);
@@ -86,23 +94,16 @@ async fn a_failed_flush_of_the_room_refuses_flushes() -> Result<(), Box<dyn std:
     let wal = dir.path().join("t.db-wal");
     let refused = Arc::new(AtomicBool::new(false));
     let prefiller = Arc::new(Prefiller::new(&db, &wal, true, None, Duration::from_secs(1), Arc::clone(&refused)));
-    let settled = || async {
-        while prefiller.running() {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    };
-    let writer = rusqlite::Connection::open(&db)?;
-    writer.pragma_update(None, "journal_mode", "WAL")?;
-    writer.execute_batch("CREATE TABLE t (x)")?;
+    let _writer = wal_writer(&db)?;
     let file = identity::of_path(&wal)?;
     prefiller.fail_flush.store(true, Ordering::Release);
     prefiller.after_commit(FIRST_FRAMES, Some(file));
-    settled().await;
+    settled(&prefiller).await;
     assert!(refused.load(Ordering::Acquire), "flushes are refused");
     assert!(!prefiller.fail_flush.load(Ordering::Acquire), "the prefill ran");
     let length = std::fs::metadata(&wal)?.len();
     prefiller.after_commit(FIRST_FRAMES + CHUNK_FRAMES, Some(file));
-    settled().await;
+    settled(&prefiller).await;
     assert_eq!(std::fs::metadata(&wal)?.len(), length, "no prefill once refused");
     Ok(())
 }
