@@ -88,10 +88,17 @@ pub trait Connection: Send {
     fn query(&mut self, statement: &str, params: &[Value], max_bytes: u64) -> Result<Rows, SqlErrorKind>;
     /// Whether a transaction is open.
     fn in_transaction(&self) -> bool;
-    /// Whether `statement` may write, so that outside a transaction it commits
-    /// on its own (engines whose writers the host does not queue: `false`).
-    fn writes(&mut self, _statement: &str) -> Result<bool, SqlErrorKind> {
-        Ok(false)
+    /// As `query`, for a statement that does not write; `None`, run nothing,
+    /// for one that may (outside a transaction it then commits on its own, as
+    /// the session arranges). Engines whose writers the host does not queue run
+    /// every statement.
+    fn query_unless_writes(
+        &mut self,
+        statement: &str,
+        params: &[Value],
+        max_bytes: u64,
+    ) -> Result<Option<Rows>, SqlErrorKind> {
+        self.query(statement, params, max_bytes).map(Some)
     }
     /// Starts a write transaction.
     fn begin(&mut self) -> Result<(), SqlErrorKind>;

@@ -233,34 +233,24 @@ impl Connection for Sqlite {
 
     fn query(&mut self, statement: &str, params: &[Value], max_bytes: u64) -> Result<Rows, SqlErrorKind> {
         let mut stmt = self.conn.prepare_cached(statement).map_err(map_error)?;
-        let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
-        let width = columns.len();
-        let mut out = Vec::new();
-        let mut total: u64 = 0;
-        let mut rows = stmt.query(rusqlite::params_from_iter(params.iter().map(to_sql))).map_err(map_error)?;
-        while let Some(row) = rows.next().map_err(map_error)? {
-            let mut values = Vec::with_capacity(width);
-            for index in 0..width {
-                let value = from_sql(row.get_ref(index).map_err(map_error)?)?;
-                total += value.size();
-                values.push(value);
-            }
-            if total > max_bytes {
-                return Err(SqlErrorKind::TooLarge(format!(
-                    "query result exceeds the host's limit of {max_bytes} bytes"
-                )));
-            }
-            out.push(values);
+        rows_of(&mut stmt, params, max_bytes)
+    }
+
+    fn query_unless_writes(
+        &mut self,
+        statement: &str,
+        params: &[Value],
+        max_bytes: u64,
+    ) -> Result<Option<Rows>, SqlErrorKind> {
+        let mut stmt = self.conn.prepare_cached(statement).map_err(map_error)?;
+        if !stmt.readonly() {
+            return Ok(None);
         }
-        Ok(Rows { columns, rows: out })
+        rows_of(&mut stmt, params, max_bytes).map(Some)
     }
 
     fn in_transaction(&self) -> bool {
         !self.conn.is_autocommit()
-    }
-
-    fn writes(&mut self, statement: &str) -> Result<bool, SqlErrorKind> {
-        Ok(!self.conn.prepare_cached(statement).map_err(map_error)?.readonly())
     }
 
     fn begin(&mut self) -> Result<(), SqlErrorKind> {
@@ -326,4 +316,27 @@ impl Sqlite {
         let sql = format!("{statement}{}", self.host_tag);
         self.host(|conn| conn.prepare_cached(&sql).and_then(|mut stmt| stmt.execute([])).map(drop))
     }
+}
+
+/// Runs a prepared statement and collects its rows, failing with `too-large`
+/// once they exceed `max_bytes`.
+fn rows_of(stmt: &mut rusqlite::Statement<'_>, params: &[Value], max_bytes: u64) -> Result<Rows, SqlErrorKind> {
+    let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
+    let width = columns.len();
+    let mut out = Vec::new();
+    let mut total: u64 = 0;
+    let mut rows = stmt.query(rusqlite::params_from_iter(params.iter().map(to_sql))).map_err(map_error)?;
+    while let Some(row) = rows.next().map_err(map_error)? {
+        let mut values = Vec::with_capacity(width);
+        for index in 0..width {
+            let value = from_sql(row.get_ref(index).map_err(map_error)?)?;
+            total += value.size();
+            values.push(value);
+        }
+        if total > max_bytes {
+            return Err(SqlErrorKind::TooLarge(format!("query result exceeds the host's limit of {max_bytes} bytes")));
+        }
+        out.push(values);
+    }
+    Ok(Rows { columns, rows: out })
 }

@@ -128,8 +128,11 @@ impl SqlSession {
     pub fn query(&mut self, statement: &str, params: &[Value]) -> Result<Rows, SqlErrorKind> {
         let max = self.db.as_ref().map_or(0, |db| db.max_result_bytes);
         let conn = self.conn()?;
-        if conn.in_transaction() || !conn.writes(statement)? {
+        if conn.in_transaction() {
             return conn.query(statement, params, max);
+        }
+        if let Some(rows) = conn.query_unless_writes(statement, params, max)? {
+            return Ok(rows);
         }
         self.take_turn()?;
         let rows = self.commit_with(|s| s.conn().and_then(|c| c.query(statement, params, max)));
