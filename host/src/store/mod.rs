@@ -151,7 +151,9 @@ impl Store {
         T: Send + 'static,
     {
         let (running, alone) = Running::start(&self.inner.running);
-        let op = op(self.clone());
+        // Boxed where it is made: an append's future is ~5 KiB, and every
+        // wrapper below would otherwise copy it whole (four copies a call).
+        let op = Box::pin(op(self.clone()));
         let op = async move {
             let _running = running;
             op.await
