@@ -143,6 +143,11 @@ fn copy(conn: &rusqlite::Connection, refused: &AtomicBool, before: Option<i64>) 
     if refused.load(Ordering::Acquire) {
         return Ok(Copied::default());
     }
+    #[cfg(test)]
+    if FAIL_NEXT_COPY.replace(false) {
+        let busy = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY);
+        return Err(rusqlite::Error::SqliteFailure(busy, Some("injected copy failure".to_owned())).into());
+    }
     let (frames, copied) = match conn
         .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)))
     {
@@ -203,6 +208,8 @@ thread_local! {
     static BETWEEN_COPIES: std::cell::Cell<Option<Box<dyn FnOnce()>>> = std::cell::Cell::new(None);
     /// Runs right after this thread's next copy, before its end is checked (tests).
     static AFTER_COPY: std::cell::Cell<Option<Box<dyn FnOnce()>>> = std::cell::Cell::new(None);
+    /// Makes this thread's next copy fail before it starts (tests).
+    static FAIL_NEXT_COPY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Flushes the database file through the connection's own handle. A descriptor

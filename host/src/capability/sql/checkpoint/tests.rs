@@ -155,6 +155,39 @@ fn an_overtaken_copy_is_flushed_by_the_catch_up_or_before_the_checkpoint_returns
     Ok(())
 }
 
+/// A catch-up that fails still flushes what the first copy left (one that
+/// commits overtook) before the checkpoint returns; after a first copy that
+/// SQLite flushed, it flushes nothing more.
+#[test]
+fn a_failed_catch_up_flushes_what_the_first_copy_left() -> Result<(), Box<dyn std::error::Error>> {
+    let gate = Arc::new(WriteGate::default());
+    for overtaken in [true, false] {
+        let (_dir, db, writer, reader) = held_back()?;
+        reader.execute_batch("COMMIT")?;
+        let writer = std::rc::Rc::new(writer);
+        let w = std::rc::Rc::clone(&writer);
+        AFTER_COPY.set(Some(Box::new(move || {
+            let committed = if overtaken { insert(&w, 5) } else { Ok(()) };
+            assert!(committed.is_ok(), "{committed:?}");
+        })));
+        BETWEEN_COPIES.set(Some(Box::new(|| FAIL_NEXT_COPY.set(true))));
+        // Any flush of the host's fails, so it shows.
+        FAIL_SYNC_AFTER.set(Some(0));
+        let refused = AtomicBool::new(false);
+        let outcome = checkpoint(&db, Some(&gate), Duration::from_secs(1), &refused);
+        assert!(!FAIL_NEXT_COPY.replace(false), "the catch-up ran");
+        if overtaken {
+            assert!(matches!(outcome, Err(CheckpointError::Flush(_))), "the first copy flushed: {outcome:?}");
+            assert!(refused.load(Ordering::Acquire), "flushes are refused");
+        } else {
+            assert!(matches!(outcome, Err(CheckpointError::Sqlite(_))), "the catch-up's own error: {outcome:?}");
+            assert_eq!(FAIL_SYNC_AFTER.replace(None), Some(0), "no flush of the host's");
+            assert!(!refused.load(Ordering::Acquire));
+        }
+    }
+    Ok(())
+}
+
 /// No copy runs once flushes are refused: neither a checkpoint's first nor
 /// a copy (the catch-up's) that finds them refused after its wait.
 #[test]
