@@ -9,7 +9,9 @@
 //! Whatever another writer slips in (a row at the same seq, a changed version)
 //! makes the transaction roll back and the call run again on fresh state, which
 //! then answers `already-stored`, `conflict` or `out-of-sequence` as the contract
-//! orders; a message is never lost or stored twice.
+//! orders; a message is never lost or stored twice. On SQLite an append that
+//! continues the head this instance saw last is first tried in one statement
+//! that checks that head itself ([`crate::fast_append`]).
 
 use crate::batch::{self, AppendPlan, History};
 use crate::db::{Db, Failure, Res, Row, context, int, key_params, set_key, statement, storage, text, uint};
@@ -17,6 +19,7 @@ use crate::dialect;
 use crate::exports::stowage::store::conversation_store::{
     AppendOutcome, ConversationInfo, ConversationMeta, MessageRange, Scope, StoredMessage, TruncateOutcome,
 };
+use crate::fast_append::{self, Known};
 use crate::head::{self, Head};
 use crate::model::{CID_LIMIT, SEQ_LIMIT, role_code, role_from_code};
 use crate::stowage::store::sql::{Statement, Value};
@@ -212,14 +215,23 @@ pub fn append(
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     batch::unique_ids("append", ids.iter().copied())?;
     let mut statements = insert_statements(db, messages);
+    if let Some(span) = span {
+        let fast = fast_append::append(db, &scope, &conversation_id, &mut statements, span, expected_version, now);
+        // Its failures are answered as a read's (it has stored nothing).
+        if let Some(version) = db.read(|| fast)? {
+            return Ok(AppendOutcome::Stored(version));
+        }
+    }
     // Looking the batch's ids up costs a statement, and an append that stores
     // does not need it: the (conversation, id) index refuses a stored id, and
     // that failure re-runs the write with the lookup, which then answers
     // `already-stored`. Every other answer looks first, since `already-stored`
     // outranks them.
     let mut look_up = false;
-    db.write("append", || {
+    let mut seen = None;
+    let outcome = db.write("append", || {
         let key = find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?;
+        seen = Some(Known { cid: key.cid, history: key.history });
         let stored = if look_up { stored_ids(db, key.cid, &ids)? } else { Vec::new() };
         let mut plan = batch::plan_append(&ids, span, &stored, key.history, expected_version);
         if !look_up && !matches!(plan, Ok(AppendPlan::Store(_))) {
@@ -246,8 +258,14 @@ pub fn append(
         if matches!(applied, Err(Failure::Contended(_))) {
             look_up = true;
         }
+        seen = Some(Known { cid: key.cid, history: new });
         applied.map(|_| AppendOutcome::Stored(new.version))
-    })
+    });
+    // What the last attempt read (or stored): the next append's guess.
+    if let (Ok(_), Some(known), Some(heads)) = (&outcome, seen, db.heads()) {
+        heads.set(&scope, &conversation_id, known);
+    }
+    outcome
 }
 
 pub fn replace(
@@ -261,6 +279,7 @@ pub fn replace(
     let seqs: Vec<u64> = messages.iter().map(|m| m.seq).collect();
     let ids: Vec<&str> = messages.iter().map(|m| m.message.id.as_str()).collect();
     let last_seq = batch::check_replace(&seqs, &ids)?;
+    fast_append::forget(db, &scope, &conversation_id);
     let mut statements = vec![statement(dialect::text(db.dialect()).messages_delete_all, vec![int(0)])];
     statements.extend(insert_statements(db, messages));
     db.write("replace", || {
@@ -322,6 +341,7 @@ pub fn truncate_after(
     expected_version: Option<u64>,
     now: i64,
 ) -> Result<TruncateOutcome, Error> {
+    fast_append::forget(db, &scope, &conversation_id);
     db.write("truncate-after", || {
         let key = find(db, &scope, &conversation_id, true)?.ok_or(Error::NotFound)?;
         if seq >= key.history.last_seq {
@@ -343,6 +363,7 @@ pub fn truncate_after(
 
 /// Removes the conversation, its messages and its display records.
 pub fn delete(db: &Db, scope: Scope, conversation_id: String) -> Result<bool, Error> {
+    fast_append::forget(db, &scope, &conversation_id);
     let t = dialect::text(db.dialect());
     db.write("delete", || {
         let mut statements = Vec::new();

@@ -6,6 +6,7 @@
 //! is a real SQLite or PostgreSQL connection, so the SQL text of both dialects is
 //! exercised without wasm.
 
+use crate::fast_append::Heads;
 use crate::stowage::store::sql::{self, Error as SqlError, Statement, Value};
 
 /// The dialect type of the `sql` import. Every module names it through here, so a
@@ -110,11 +111,30 @@ fn describe(err: &SqlError) -> String {
 pub struct Db<'a> {
     sql: &'a dyn Sql,
     dialect: Dialect,
+    heads: Option<&'a Heads>,
 }
 
 impl<'a> Db<'a> {
+    /// A handle that knows no heads (every append goes the long way).
+    #[cfg(not(test))]
     pub fn new(sql: &'a dyn Sql) -> Self {
-        Db { sql, dialect: sql.dialect() }
+        Db { sql, dialect: sql.dialect(), heads: None }
+    }
+
+    /// In tests every handle remembers heads (one set per handle, as one
+    /// instance), so each test that appends twice takes the one-crossing path.
+    #[cfg(test)]
+    pub fn new(sql: &'a dyn Sql) -> Self {
+        Db { sql, dialect: sql.dialect(), heads: Some(Box::leak(Box::new(Heads::new()))) }
+    }
+
+    /// The same handle, remembering conversations' heads in `heads` ([`crate::fast_append`]).
+    pub fn with_heads(self, heads: &'a Heads) -> Self {
+        Db { heads: Some(heads), ..self }
+    }
+
+    pub fn heads(&self) -> Option<&'a Heads> {
+        self.heads
     }
 
     pub fn dialect(&self) -> Dialect {

@@ -20,6 +20,7 @@ mod db;
 mod head;
 mod dialect;
 mod display;
+mod fast_append;
 mod legacy;
 mod legacy_import;
 mod migrate;
@@ -47,14 +48,18 @@ use exports::stowage::store::display_store::{
 use stowage::store::types::Error;
 
 use db::{Db, HostSql};
+use fast_append::Heads;
 
 /// Set once this instance has seen the database at the current schema, so the
 /// migration check costs one query per instance, not per call.
 static MIGRATED: AtomicBool = AtomicBool::new(false);
 
+/// The conversations' heads this instance saw last ([`fast_append`]).
+static HEADS: Heads = Heads::new();
+
 /// The host's database, migrated.
 fn database() -> Result<Db<'static>, Error> {
-    let db = Db::new(&HostSql);
+    let db = Db::new(&HostSql).with_heads(&HEADS);
     if !MIGRATED.load(Ordering::Acquire) {
         migrate::run(&db)?;
         MIGRATED.store(true, Ordering::Release);

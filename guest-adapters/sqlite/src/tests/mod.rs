@@ -8,6 +8,7 @@
 
 mod concurrency;
 mod display;
+mod fast_append;
 mod head;
 mod history;
 mod migration;

@@ -26,6 +26,7 @@ fn hot() -> Vec<String> {
         t.conversations_first,
         t.conversations_after,
         crate::head::INSERT_WITH_HEAD,
+        crate::fast_append::GUARDED_INSERT,
         t.messages_latest,
         t.messages_after,
         t.messages_before,
