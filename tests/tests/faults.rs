@@ -33,9 +33,25 @@ struct Sweep {
 /// absent. A fault that lands once the commit is durable fails the call although
 /// the batch is stored (the acknowledgment is lost, as with any crash after a
 /// commit): then retrying the same batch must store nothing twice.
-async fn sweep_batch_faults(store: &Store, fault: SqlFault, expect: fn(&Error) -> bool) -> anyhow::Result<Sweep> {
+///
+/// The SQLite adapter sends an append that continues the head its instance saw
+/// last as one statement, which is its own commit. With `fresh`, the instance
+/// that stored the first messages is replaced before the sweep, so the batch
+/// goes the long way (a transaction of several statements) from statement 0.
+async fn sweep_batch_faults(
+    store: &Store,
+    fresh: bool,
+    fault: SqlFault,
+    expect: fn(&Error) -> bool,
+) -> anyhow::Result<Sweep> {
     store.open(&scope(), "c", ConversationMeta::default()).await?;
     store.append(&scope(), "c", (0..3).map(|i| text(format!("keep-{i}"))).collect(), None).await?;
+    if fresh {
+        store.inject_sql_fault(0, SqlFault::Trap)?;
+        let replaced = store.info(&scope(), "c").await;
+        store.disarm_sql_fault();
+        ensure!(matches!(replaced, Err(Error::Trap { .. })), "the instance was not replaced: {replaced:?}");
+    }
     let before = snapshot(store).await?;
     let batch = || (0..6).map(|i| text(format!("batch-{i}"))).collect::<Vec<_>>();
     let mut sweep = Sweep::default();
@@ -85,8 +101,9 @@ async fn an_adapter_trapping_mid_batch_leaves_nothing_of_the_batch() -> anyhow::
     let dir = tempfile::tempdir()?;
     let config = StoreConfig::builtin(Builtin::Sqlite, dir.path()).with_limits(fast_restarts());
     let store = shared_runtime()?.open_store(config).await?;
-    let sweep = sweep_batch_faults(&store, SqlFault::Trap, |e| matches!(e, Error::Trap { .. })).await?;
+    let sweep = sweep_batch_faults(&store, false, SqlFault::Trap, |e| matches!(e, Error::Trap { .. })).await?;
     println!("{sweep:?}");
+    // A trap at the one-statement append, then the long way's find, batch and commit.
     ensure!(sweep.before_commit >= 3, "only {} traps hit the batch before its commit", sweep.before_commit);
     ensure!(store.stats().traps >= u64::from(sweep.before_commit), "every trap counted: {:?}", store.stats());
     Ok(())
@@ -99,13 +116,27 @@ async fn an_adapter_timing_out_mid_batch_leaves_nothing_of_the_batch() -> anyhow
     let store =
         shared_runtime()?.open_store(StoreConfig::builtin(Builtin::Sqlite, dir.path()).with_limits(limits)).await?;
     let stall = SqlFault::Stall(Duration::from_millis(300));
-    let sweep = sweep_batch_faults(&store, stall, |e| matches!(e, Error::Timeout { .. })).await?;
+    let sweep = sweep_batch_faults(&store, true, stall, |e| matches!(e, Error::Timeout { .. })).await?;
     println!("{sweep:?}");
-    // The SQLite adapter's append sends two statements before its commit (the
-    // conversation with its head, then the batch); a stall at the commit lets
-    // the commit land after the deadline, a lost acknowledgment.
+    // The long way sends two statements before its commit (the conversation
+    // with its head, then the batch); a stall at the commit lets the commit land
+    // after the deadline, a lost acknowledgment.
     ensure!(sweep.before_commit >= 2, "only {} timeouts hit the batch before its commit", sweep.before_commit);
     ensure!(store.stats().timeouts >= u64::from(sweep.before_commit), "every timeout counted: {:?}", store.stats());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_adapter_timing_out_at_a_one_statement_append_loses_only_the_acknowledgment() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let limits = Limits { call_timeout: Duration::from_millis(150), ..fast_restarts() };
+    let store =
+        shared_runtime()?.open_store(StoreConfig::builtin(Builtin::Sqlite, dir.path()).with_limits(limits)).await?;
+    let stall = SqlFault::Stall(Duration::from_millis(300));
+    let sweep = sweep_batch_faults(&store, false, stall, |e| matches!(e, Error::Timeout { .. })).await?;
+    println!("{sweep:?}");
+    // The statement is its own commit: it lands after the stall, past the deadline.
+    ensure!(sweep.before_commit == 0 && sweep.after_commit, "{sweep:?}");
     Ok(())
 }
 
