@@ -189,8 +189,9 @@ async fn a_cancelled_call_completes_before_the_next_one_on_its_conversation() ->
     let dir = tempfile::tempdir()?;
     let store = shared_runtime()?.open_store(StoreConfig::builtin(Builtin::Sqlite, dir.path())).await?;
     store.open(&scope(), "c", ConversationMeta::default()).await?;
-    // The first append stalls inside the adapter; its caller gives up at once.
-    store.inject_sql_fault(1, SqlFault::Stall(Duration::from_millis(400)))?;
+    // The first append stalls inside the adapter (at its first statement: the
+    // SQLite adapter may send the whole append as one); its caller gives up at once.
+    store.inject_sql_fault(0, SqlFault::Stall(Duration::from_millis(400)))?;
     let batch = |p: &str| (0..3).map(|i| text(format!("{p}{i}"))).collect::<Vec<_>>();
     let first = tokio::time::timeout(Duration::from_millis(50), store.append(&scope(), "c", batch("a"), None)).await;
     ensure!(first.is_err(), "the first call should have been given up by its caller: {first:?}");

@@ -86,11 +86,20 @@ fn info_from_row(db: &Db, row: &mut Row) -> Res<ConversationInfo> {
     context(decoded, || format!("conversation {id:?}"))
 }
 
-fn find_info(db: &Db, scope: &Scope, conversation_id: &str) -> Res<Option<ConversationInfo>> {
+/// The conversation's info. With `remember` its head becomes the next
+/// append's guess (an append usually follows an `open`).
+fn find_info(db: &Db, scope: &Scope, conversation_id: &str, remember: bool) -> Res<Option<ConversationInfo>> {
     let sql = dialect::text(db.dialect()).conversation_info;
-    db.query_row("reading the conversation", sql, &key_params(scope, conversation_id))?
-        .map(|mut row| info_from_row(db, &mut row))
-        .transpose()
+    let Some(mut row) = db.query_row("reading the conversation", sql, &key_params(scope, conversation_id))? else {
+        return Ok(None);
+    };
+    let cid = row.int(9);
+    let info = info_from_row(db, &mut row)?;
+    if let (Ok(cid), true) = (cid, remember) {
+        let history = History { version: info.version, last_seq: info.last_seq };
+        fast_append::remember(db, scope, conversation_id, Known { cid, history });
+    }
+    Ok(Some(info))
 }
 
 /// Find or create (scope, id). Reads first, so opening an existing conversation
@@ -102,20 +111,20 @@ pub fn open(
     meta: ConversationMeta,
     now: i64,
 ) -> Result<ConversationInfo, Error> {
-    if let Some(info) = db.read(|| find_info(db, &scope, &conversation_id))? {
+    if let Some(info) = db.read(|| find_info(db, &scope, &conversation_id, true))? {
         return Ok(info);
     }
     db.write("open", || {
         let [tenant, user, id] = key_params(&scope, &conversation_id);
         let params = [tenant, user, id, int(now), Value::Blob(meta.content.clone()), Value::Blob(meta.tag.clone())];
         db.execute("creating the conversation", dialect::text(db.dialect()).conversation_create, &params)?;
-        find_info(db, &scope, &conversation_id)?
+        find_info(db, &scope, &conversation_id, true)?
             .ok_or_else(|| storage("open: the conversation is missing right after it was created"))
     })
 }
 
 pub fn info(db: &Db, scope: Scope, conversation_id: String) -> Result<ConversationInfo, Error> {
-    db.read(|| find_info(db, &scope, &conversation_id))?.ok_or(Error::NotFound)
+    db.read(|| find_info(db, &scope, &conversation_id, false))?.ok_or(Error::NotFound)
 }
 
 /// Replaces the meta of (scope, id); the history, its version and `updated-at`
@@ -262,8 +271,8 @@ pub fn append(
         applied.map(|_| AppendOutcome::Stored(new.version))
     });
     // What the last attempt read (or stored): the next append's guess.
-    if let (Ok(_), Some(known), Some(heads)) = (&outcome, seen, db.heads()) {
-        heads.set(&scope, &conversation_id, known);
+    if let (Ok(_), Some(known)) = (&outcome, seen) {
+        fast_append::remember(db, &scope, &conversation_id, known);
     }
     outcome
 }

@@ -24,6 +24,7 @@ use crate::db::{Db, Dialect, Failure, Res, key_params, set_key, storage, uint};
 use crate::dialect;
 use crate::exports::stowage::store::conversation_store::Scope;
 use crate::head;
+use crate::model::CID_LIMIT;
 use crate::stowage::store::sql::{Statement, Value};
 
 /// At most this many conversations are remembered; past it the guesses start over.
@@ -113,6 +114,15 @@ pub const GUARDED_INSERT: &str = concat!(
     " THEN ?3 END, ?4, ?5, ?6, ?7, ?8, ?9)"
 );
 
+/// Makes `known` the next append's guess for the conversation (a key out of
+/// the adapter's range is never guessed: the long way refuses it).
+pub fn remember(db: &Db, scope: &Scope, conversation_id: &str, known: Known) {
+    let guessed = db.dialect() == Dialect::Sqlite && (1..=CID_LIMIT).contains(&known.cid);
+    if let Some(heads) = db.heads().filter(|_| guessed) {
+        heads.set(scope, conversation_id, known);
+    }
+}
+
 /// Before a write that changes the head other than by an append: the next
 /// append need not try a guess that is about to go stale.
 pub fn forget(db: &Db, scope: &Scope, conversation_id: &str) {
@@ -175,17 +185,18 @@ pub fn append(
         statements[statement].sql = plain.to_owned();
         statements[statement].params.truncate(INSERT_PARAMS);
     }
+    if let Ok(counts) = &stored
+        && counts.iter().all(|&n| n == 1)
+    {
+        let history = History { version: new_version, last_seq: span.last };
+        heads.set(scope, conversation_id, Known { cid: known.cid, history });
+        return Ok(Some(new_version));
+    }
+    // A wrong guess, a stored id, or a failure: the next append reads the head.
+    heads.forget(scope, conversation_id);
     match stored {
-        Ok(counts) if counts.iter().all(|&n| n == 1) => {
-            let history = History { version: new_version, last_seq: span.last };
-            heads.set(scope, conversation_id, Known { cid: known.cid, history });
-            Ok(Some(new_version))
-        }
         Ok(counts) => Err(storage(format!("append: the database reported {counts:?} rows stored for one row each"))),
-        Err(Failure::Contended(_)) => {
-            heads.forget(scope, conversation_id);
-            Ok(None)
-        }
+        Err(Failure::Contended(_)) => Ok(None),
         Err(failure) => Err(failure),
     }
 }

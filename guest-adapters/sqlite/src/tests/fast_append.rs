@@ -3,7 +3,7 @@
 //! since), nothing is stored by it and the long way answers as the contract
 //! orders. Two handles on one database file play two instances.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use super::{Fixture, batch, meta, scope};
 use crate::conversations as conv;
@@ -14,15 +14,28 @@ use crate::exports::stowage::store::conversation_store::{
 use crate::stowage::store::sql::{Error as SqlError, Statement, Value};
 use crate::stowage::store::types::{Conflict, Error};
 
-/// A database that records which `sql` functions the adapter called.
+/// A database that records which `sql` functions the adapter called, and can
+/// fail the next write with an I/O error.
 struct Counting<'a> {
     inner: &'a dyn Sql,
     calls: RefCell<Vec<&'static str>>,
+    fail_next_write: Cell<bool>,
 }
 
-impl Counting<'_> {
+impl<'a> Counting<'a> {
+    fn new(inner: &'a dyn Sql) -> Self {
+        Counting { inner, calls: RefCell::default(), fail_next_write: Cell::new(false) }
+    }
+
     fn take(&self) -> Vec<&'static str> {
         self.calls.take()
+    }
+
+    fn failure(&self) -> Result<(), SqlError> {
+        match self.fail_next_write.replace(false) {
+            true => Err(SqlError::Io("injected".into())),
+            false => Ok(()),
+        }
     }
 }
 
@@ -32,6 +45,7 @@ impl Sql for Counting<'_> {
     }
     fn execute(&self, statement: &str, params: &[Value]) -> Result<u64, SqlError> {
         self.calls.borrow_mut().push("execute");
+        self.failure()?;
         self.inner.execute(statement, params)
     }
     fn query(&self, statement: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, SqlError> {
@@ -40,6 +54,7 @@ impl Sql for Counting<'_> {
     }
     fn execute_batch(&self, statements: &[Statement]) -> Result<Vec<u64>, SqlError> {
         self.calls.borrow_mut().push("execute-batch");
+        self.failure()?;
         self.inner.execute_batch(statements)
     }
     fn begin(&self) -> Result<(), SqlError> {
@@ -76,11 +91,13 @@ fn append(db: &Db, ids: &[&str], first: u64, expected: Option<u64>) -> Result<Ap
 fn an_append_that_continues_a_known_head_is_one_call() {
     let f = Fixture::sqlite();
     let sql = f.migrated();
-    let counting = Counting { inner: &*sql, calls: RefCell::default() };
+    let counting = Counting::new(&*sql);
     let db = Db::new(&counting);
     conv::open(&db, scope("t", "u"), "c".into(), meta(b"m"), 5).expect("open");
+    counting.take();
+    // `open` read the head: the first append is one call too.
     assert_eq!(append(&db, &["a"], 1, None), Ok(AppendOutcome::Stored(1)));
-    assert!(counting.take().contains(&"begin"), "the first append reads the head");
+    assert_eq!(counting.take(), ["execute"]);
     assert_eq!(append(&db, &["b"], 2, Some(1)), Ok(AppendOutcome::Stored(2)));
     assert_eq!(counting.take(), ["execute"]);
     assert_eq!(append(&db, &["c", "d", "e"], 3, None), Ok(AppendOutcome::Stored(3)));
@@ -97,13 +114,26 @@ fn an_append_that_continues_a_known_head_is_one_call() {
     counting.take();
     assert_eq!(append(&db, &["g"], 2, None), Ok(AppendOutcome::Stored(5)));
     assert_eq!(counting.take(), ["execute"]);
-    // And from the row of a conversation with no message yet.
+    // And from the row of a conversation with no message yet (`info` reads a
+    // head, but only `open` makes it the guess).
     conv::open(&db, scope("t", "u"), "e".into(), meta(b"m"), 5).expect("open");
+    let fresh = Db::new(&counting);
+    conv::info(&fresh, scope("t", "u"), "e".into()).expect("info");
+    counting.take();
+    let long = conv::append(&fresh, scope("t", "u"), "e".into(), batch(&["z"], 2), None, 10);
+    assert_eq!((long, counting.take().first().copied()), (Ok(AppendOutcome::OutOfSequence(0)), Some("begin")));
     let early = conv::append(&db, scope("t", "u"), "e".into(), batch(&["a"], 2), None, 10);
     assert_eq!(early, Ok(AppendOutcome::OutOfSequence(0)));
     counting.take();
     let first = conv::append(&db, scope("t", "u"), "e".into(), batch(&["a"], 1), None, 11);
     assert_eq!((first, counting.take()), (Ok(AppendOutcome::Stored(1)), vec!["execute"]));
+    // A failed one-call append is answered as is, and the next one reads the head.
+    counting.fail_next_write.set(true);
+    let failed = conv::append(&db, scope("t", "u"), "e".into(), batch(&["b"], 2), None, 12);
+    assert!(matches!(failed, Err(Error::Storage(ref reason)) if reason.contains("injected")), "{failed:?}");
+    assert_eq!(counting.take(), ["execute"]);
+    let next = conv::append(&db, scope("t", "u"), "e".into(), batch(&["b"], 2), None, 13);
+    assert_eq!((next, counting.take().first().copied()), (Ok(AppendOutcome::Stored(2)), Some("begin")));
 }
 
 #[test]
