@@ -19,8 +19,9 @@ use crate::dialect;
 use crate::exports::stowage::store::conversation_store::{
     AppendOutcome, ConversationInfo, ConversationMeta, MessageRange, Scope, StoredMessage, TruncateOutcome,
 };
-use crate::fast_append::{self, Known};
+use crate::fast_append;
 use crate::head::{self, Head};
+use crate::heads::Known;
 use crate::model::{CID_LIMIT, SEQ_LIMIT, role_code, role_from_code};
 use crate::stowage::store::sql::{Statement, Value};
 use crate::stowage::store::types::{Error, Message};

@@ -6,7 +6,7 @@
 //! is a real SQLite or PostgreSQL connection, so the SQL text of both dialects is
 //! exercised without wasm.
 
-use crate::fast_append::Heads;
+use crate::heads::Heads;
 use crate::stowage::store::sql::{self, Error as SqlError, Statement, Value};
 
 /// The dialect type of the `sql` import. Every module names it through here, so a

@@ -21,6 +21,7 @@ mod head;
 mod dialect;
 mod display;
 mod fast_append;
+mod heads;
 mod legacy;
 mod legacy_import;
 mod migrate;
@@ -48,7 +49,7 @@ use exports::stowage::store::display_store::{
 use stowage::store::types::Error;
 
 use db::{Db, HostSql};
-use fast_append::Heads;
+use heads::Heads;
 
 /// Set once this instance has seen the database at the current schema, so the
 /// migration check costs one query per instance, not per call.
