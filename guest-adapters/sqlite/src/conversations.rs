@@ -227,7 +227,7 @@ pub fn append(
     let mut statements = insert_statements(db, messages);
     if let Some(span) = span {
         let fast = fast_append::append(db, &scope, &conversation_id, &mut statements, span, expected_version, now);
-        // Its failures are answered as a read's (it has stored nothing).
+        // A failure is the append's answer (mapped as a read's: no transaction to roll back).
         if let Some(version) = db.read(|| fast)? {
             return Ok(AppendOutcome::Stored(version));
         }

@@ -101,7 +101,7 @@ pub fn append(
     let Some(heads) = db.heads().filter(|_| db.dialect() == Dialect::Sqlite) else {
         return Ok(None);
     };
-    let Some(known) = heads.get(scope, conversation_id) else {
+    let (Some(known), Some(last)) = (heads.get(scope, conversation_id), statements.len().checked_sub(1)) else {
         return Ok(None);
     };
     let continues = known.history.last_seq.checked_add(1) == Some(span.first);
@@ -115,7 +115,6 @@ pub fn append(
     let guard = [tenant, user, id, uint("version", version)?];
     let carried = head::carried(new_version, now)?;
     set_key(statements, known.cid);
-    let last = statements.len() - 1;
     if let Some(first) = statements.first_mut() {
         first.sql = GUARDED_INSERT.to_owned();
         first.params.extend(if last == 0 { carried.clone() } else { [Value::Null, Value::Null] });
