@@ -266,3 +266,41 @@ async fn a_new_sqlite_store_is_whole_on_disk_when_open_returns() -> anyhow::Resu
     ensure!(left.is_empty(), "temporary database files were left: {left:?}");
     Ok(())
 }
+
+/// Bytes of `path`, 0 when it is missing.
+fn file_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_store_closed_while_its_wal_is_written_ahead_leaves_no_wal() -> anyhow::Result<()> {
+    // The host writes the WAL ahead (zeros, on a connection of its own) from
+    // the commit that leaves 256 frames in it. Closing right after that commit
+    // must still checkpoint the WAL and delete it, at either sync setting.
+    let dir = tempfile::tempdir()?;
+    let runtime = shared_runtime()?;
+    let scope = Scope::new("t", "u");
+    let body = "x".repeat(3000);
+    for (round, sync) in [stowage::SqlSync::Normal, stowage::SqlSync::Full].into_iter().cycle().take(4).enumerate() {
+        let data = dir.path().join(format!("data-{round}"));
+        let mut config = StoreConfig::builtin(Builtin::Sqlite, &data);
+        config.sql_sync = sync;
+        let store = runtime.open_store(config).await?;
+        let db = stowage::sql_database_path(&data);
+        let wal = db.with_file_name(format!("{}-wal", db.file_name().and_then(|n| n.to_str()).unwrap_or_default()));
+        let mut appended = 0;
+        while file_len(&wal) < 256 * 4120 {
+            let batch = vec![NewMessage::text(Role::User, body.clone())];
+            store.append_creating(&scope, "c", ConversationMeta::default(), batch).await?;
+            appended += 1;
+            ensure!(appended < 2_000, "the WAL never reached 256 frames ({} bytes)", file_len(&wal));
+        }
+        store.close().await;
+        ensure!(file_len(&wal) == 0, "round {round} ({sync:?}): {} bytes of WAL left after close", file_len(&wal));
+        let store = runtime.open_store(StoreConfig::builtin(Builtin::Sqlite, &data)).await?;
+        let loaded = store.load_all(&scope, "c").await?.len();
+        ensure!(loaded == appended, "round {round}: {loaded} messages after reopening, {appended} appended");
+        store.close().await;
+    }
+    Ok(())
+}

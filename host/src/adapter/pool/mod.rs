@@ -354,15 +354,24 @@ impl InstancePool {
     }
 
     /// Refuses new calls, waits for the running ones and drops every instance.
+    ///
+    /// A SQLite store's WAL is checkpointed and deleted by the last connection
+    /// to close, and only if no other is open. So the host's own background
+    /// work (a WAL prefill or a checkpoint, each on a connection of its own
+    /// that closes without checkpointing) is waited for *before* the
+    /// instances' connections close: closing them first left the WAL behind
+    /// (and a prefill that ran on then wrote ahead into a WAL made anew).
     pub async fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.backlog.close(self.settings.limits.instances).await;
+        if let Some(sql) = &self.settings.sql {
+            sql.durability().settle().await;
+        }
         if let Ok(mut idle) = self.idle.lock() {
             idle.clear();
         }
         if let Some(sql) = &self.settings.sql {
             sql.close_ahead();
-            sql.durability().settle().await;
         }
     }
 }
