@@ -128,12 +128,6 @@ pub fn append(
         [only] => db.execute("append: storing the batch", &only.sql, &only.params).map(|n| vec![n]),
         _ => db.execute_batch("append: storing the batch", statements),
     };
-    // Back to plain inserts for the long way (nothing was stored, or nothing more is needed).
-    let plain = dialect::text(db.dialect()).message_insert;
-    for statement in [0, last] {
-        statements[statement].sql = plain.to_owned();
-        statements[statement].params.truncate(INSERT_PARAMS);
-    }
     if let Ok(counts) = &stored
         && counts.iter().all(|&n| n == 1)
     {
@@ -141,8 +135,14 @@ pub fn append(
         heads.set(scope, conversation_id, Known { cid: known.cid, history });
         return Ok(Some(new_version));
     }
-    // A wrong guess, a stored id, or a failure: the next append reads the head.
+    // A wrong guess, a stored id, or a failure: the next append reads the head,
+    // and the long way gets its plain inserts back.
     heads.forget(scope, conversation_id);
+    let plain = dialect::text(db.dialect()).message_insert;
+    for statement in [0, last] {
+        statements[statement].sql = plain.to_owned();
+        statements[statement].params.truncate(INSERT_PARAMS);
+    }
     match stored {
         Ok(counts) => Err(storage(format!("append: the database reported {counts:?} rows stored for one row each"))),
         Err(Failure::Contended(_)) => Ok(None),
