@@ -17,12 +17,12 @@ use crate::batch::{self, AppendPlan, History};
 use crate::db::{Db, Failure, Res, Row, context, int, key_params, set_key, statement, storage, text, uint};
 use crate::dialect;
 use crate::exports::stowage::store::conversation_store::{
-    AppendOutcome, ConversationInfo, ConversationMeta, MessageRange, Scope, StoredMessage, TruncateOutcome,
+    AppendOutcome, ConversationInfo, ConversationMeta, Scope, StoredMessage, TruncateOutcome,
 };
 use crate::fast_append;
 use crate::head::{self, Head};
 use crate::heads::Known;
-use crate::model::{CID_LIMIT, SEQ_LIMIT, role_code, role_from_code};
+use crate::model::{CID_LIMIT, role_code};
 use crate::stowage::store::sql::{Statement, Value};
 use crate::stowage::store::types::{Error, Message};
 
@@ -31,15 +31,15 @@ use crate::stowage::store::types::{Error, Message};
 const IDS_PER_LOOKUP: usize = 500;
 
 /// A conversation's key and, when found for a write, its history.
-struct Key {
-    cid: i64,
-    history: History,
+pub struct Key {
+    pub cid: i64,
+    pub history: History,
 }
 
 /// The conversation's key, `None` if it does not exist in `scope`. For a write,
 /// its history is the head's: on SQLite the same statement reads the newest
 /// message, which may carry a newer head than the row ([`head`]).
-fn find(db: &Db, scope: &Scope, conversation_id: &str, for_write: bool) -> Res<Option<Key>> {
+pub fn find(db: &Db, scope: &Scope, conversation_id: &str, for_write: bool) -> Res<Option<Key>> {
     let t = dialect::text(db.dialect());
     let sql = if for_write { t.conversation_key_for_write } else { t.conversation_key };
     let Some(mut row) = db.query_row("reading the conversation", sql, &key_params(scope, conversation_id))? else {
@@ -64,7 +64,7 @@ fn find(db: &Db, scope: &Scope, conversation_id: &str, for_write: bool) -> Res<O
 }
 
 /// A conversation from its row, with its head ([`head::current`]).
-fn info_from_row(db: &Db, row: &mut Row) -> Res<ConversationInfo> {
+pub fn info_from_row(db: &Db, row: &mut Row) -> Res<ConversationInfo> {
     let id = row.text(0)?;
     let decoded = (|| {
         let scope = Scope { tenant: row.text(1)?, user: row.text(2)? };
@@ -304,45 +304,6 @@ pub fn replace(
     })
 }
 
-fn stored_message(row: &mut Row) -> Res<StoredMessage> {
-    let seq = row.uint(0)?;
-    let decoded = (|| {
-        let id = row.text(1)?;
-        let code = row.int(2)?;
-        let role = role_from_code(code).ok_or_else(|| storage(format!("unknown role code {code}")))?;
-        Ok(Message { id, role, created_at: row.int(3)?, content: row.blob(4)?, tag: row.blob(5)? })
-    })();
-    let message = context(decoded, || format!("message seq {seq}"))?;
-    Ok(StoredMessage { seq, message })
-}
-
-pub fn load(
-    db: &Db,
-    scope: Scope,
-    conversation_id: String,
-    range: MessageRange,
-    limit: u32,
-) -> Result<Vec<StoredMessage>, Error> {
-    db.read(|| {
-        let key = find(db, &scope, &conversation_id, false)?.ok_or(Error::NotFound)?;
-        let t = dialect::text(db.dialect());
-        let (cid, limit) = (int(key.cid), int(i64::from(limit)));
-        // Every stored seq is below 2^32, so clamping there changes no answer.
-        let clamp = |seq: u64| int(seq.min(SEQ_LIMIT) as i64);
-        let (sql, params, newest_first) = match range {
-            MessageRange::Latest => (t.messages_latest, vec![cid, limit], true),
-            MessageRange::After(seq) => (t.messages_after, vec![cid, clamp(seq), limit], false),
-            MessageRange::Before(seq) => (t.messages_before, vec![cid, clamp(seq), limit], true),
-        };
-        let mut messages =
-            db.query("loading messages", sql, &params)?.iter_mut().map(stored_message).collect::<Res<Vec<_>>>()?;
-        if newest_first {
-            messages.reverse();
-        }
-        Ok(messages)
-    })
-}
-
 pub fn truncate_after(
     db: &Db,
     scope: Scope,
@@ -393,19 +354,5 @@ pub fn delete(db: &Db, scope: Scope, conversation_id: String) -> Result<bool, Er
         }
         db.execute_batch("delete: removing the conversation", &statements)?;
         Ok(true)
-    })
-}
-
-pub fn list(db: &Db, scope: Scope, after: Option<String>, limit: u32) -> Result<Vec<ConversationInfo>, Error> {
-    db.read(|| {
-        let t = dialect::text(db.dialect());
-        let (tenant, user, limit) = (text(&scope.tenant), text(&scope.user), int(i64::from(limit)));
-        let rows = match &after {
-            None => db.query("listing conversations", t.conversations_first, &[tenant, user, limit])?,
-            Some(after) => {
-                db.query("listing conversations", t.conversations_after, &[tenant, user, text(after), limit])?
-            }
-        };
-        rows.into_iter().map(|mut row| info_from_row(db, &mut row)).collect()
     })
 }

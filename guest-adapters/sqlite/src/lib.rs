@@ -26,6 +26,7 @@ mod legacy;
 mod legacy_import;
 mod migrate;
 mod model;
+mod reads;
 mod schema;
 // Needs rusqlite and a PostgreSQL client, so native only.
 #[cfg(all(test, not(target_family = "wasm")))]
@@ -114,7 +115,7 @@ impl ConversationStore for SqlAdapter {
         range: MessageRange,
         limit: u32,
     ) -> Result<Vec<StoredMessage>, Error> {
-        conversations::load(&database()?, scope, conversation_id, range, limit)
+        reads::load(&database()?, scope, conversation_id, range, limit)
     }
 
     fn truncate_after(
@@ -132,7 +133,7 @@ impl ConversationStore for SqlAdapter {
     }
 
     fn list(scope: Scope, after: Option<String>, limit: u32) -> Result<Vec<ConversationInfo>, Error> {
-        conversations::list(&database()?, scope, after, limit)
+        reads::list(&database()?, scope, after, limit)
     }
 }
 

@@ -12,6 +12,7 @@ use crate::db::{Db, Dialect, Sql};
 use crate::display;
 use crate::exports::stowage::store::conversation_store::{AppendOutcome, MessageRange};
 use crate::exports::stowage::store::display_store::InsertOutcome;
+use crate::reads;
 use crate::stowage::store::sql::{Error as SqlError, Statement, Value};
 use crate::stowage::store::types::Error;
 
@@ -49,7 +50,7 @@ fn concurrent_writers_never_lose_or_duplicate_a_message() {
         });
         let sql = f.connect();
         let db = Db::new(&*sql);
-        let all = conv::load(&db, scope("t", "u"), "c".into(), MessageRange::After(0), 10_000).expect("load");
+        let all = reads::load(&db, scope("t", "u"), "c".into(), MessageRange::After(0), 10_000).expect("load");
         let total = (writers * batches * 2) as u64;
         assert_eq!(all.iter().map(|m| m.seq).collect::<Vec<_>>(), (1..=total).collect::<Vec<_>>());
         let ids: HashSet<&str> = all.iter().map(|m| m.message.id.as_str()).collect();
@@ -160,7 +161,7 @@ fn a_lost_race_reruns_the_append_on_fresh_state() {
         let db = Db::new(&sql);
         let outcome = conv::append(&db, scope("t", "u"), "c".into(), batch(&["a", "b"], 1), None, 2);
         assert_eq!(outcome, Ok(AppendOutcome::Stored(1)));
-        let all = conv::load(&db, scope("t", "u"), "c".into(), MessageRange::Latest, 10).expect("load");
+        let all = reads::load(&db, scope("t", "u"), "c".into(), MessageRange::Latest, 10).expect("load");
         assert_eq!(all.len(), 2);
     });
 }
@@ -173,7 +174,7 @@ fn a_constraint_that_keeps_failing_is_reported_and_stores_nothing() {
         let outcome = conv::append(&db, scope("t", "u"), "c".into(), batch(&["a"], 1), None, 2);
         assert!(matches!(&outcome, Err(Error::Storage(m)) if m.contains("gave up")), "{outcome:?}");
         sql.failures.set(0);
-        assert!(conv::load(&db, scope("t", "u"), "c".into(), MessageRange::Latest, 10).expect("load").is_empty());
+        assert!(reads::load(&db, scope("t", "u"), "c".into(), MessageRange::Latest, 10).expect("load").is_empty());
     });
 }
 

@@ -11,6 +11,7 @@ use crate::db::{Db, Dialect, Sql};
 use crate::exports::stowage::store::conversation_store::{
     AlreadyStored, AppendOutcome, IndexedSeq, MessageRange, TruncateOutcome,
 };
+use crate::reads;
 use crate::stowage::store::sql::{Error as SqlError, Statement, Value};
 use crate::stowage::store::types::{Conflict, Error};
 
@@ -79,7 +80,7 @@ fn head(db: &Db) -> (u64, u64, u64) {
 
 /// The ids of conversation (t, u, c), oldest first.
 fn ids(db: &Db) -> Vec<String> {
-    let all = conv::load(db, scope("t", "u"), "c".into(), MessageRange::After(0), 100).expect("load");
+    let all = reads::load(db, scope("t", "u"), "c".into(), MessageRange::After(0), 100).expect("load");
     all.into_iter().map(|m| m.message.id).collect()
 }
 
@@ -205,7 +206,7 @@ fn a_guess_whose_key_now_belongs_to_another_conversation_is_not_taken() {
         let there = conv::append(&two, scope(tenant, user), id.into(), batch(&["x", "y"], 1), None, 7);
         assert_eq!(there, Ok(AppendOutcome::Stored(1)));
         assert_eq!(append(&one, &["c"], 3, None), Err(Error::NotFound), "{tenant}/{user}/{id}");
-        let theirs = conv::load(&two, scope(tenant, user), id.into(), MessageRange::After(0), 10).expect("load");
+        let theirs = reads::load(&two, scope(tenant, user), id.into(), MessageRange::After(0), 10).expect("load");
         assert_eq!(theirs.into_iter().map(|m| m.message.id).collect::<Vec<_>>(), ["x", "y"]);
     }
 }

@@ -7,6 +7,7 @@ use crate::conversations as conv;
 use crate::db::Db;
 use crate::exports::stowage::store::conversation_store::{AppendOutcome, MessageRange, TruncateOutcome};
 use crate::migrate;
+use crate::reads;
 use crate::stowage::store::sql::Value;
 use crate::stowage::store::types::{Conflict, Error};
 
@@ -17,7 +18,7 @@ fn head(db: &Db, id: &str) -> (u64, u64, u64, i64) {
 }
 
 fn listed(db: &Db) -> Vec<(String, u64, u64, i64)> {
-    let all = conv::list(db, scope("t", "u"), None, 100).expect("list");
+    let all = reads::list(db, scope("t", "u"), None, 100).expect("list");
     all.into_iter().map(|i| (i.id, i.version, i.last_seq, i.updated_at)).collect()
 }
 
@@ -60,7 +61,7 @@ fn every_order_of_writes_reads_back_the_last_head() {
         // A retry of an acknowledged append answers with the current version.
         let retry = conv::append(&db, s(), c(), batch(&["v"], 2), None, 16);
         assert!(matches!(retry, Ok(AppendOutcome::AlreadyStored(ref a)) if a.version == 8), "{retry:?}");
-        let loaded = conv::load(&db, s(), c(), MessageRange::Latest, 10).expect("load");
+        let loaded = reads::load(&db, s(), c(), MessageRange::Latest, 10).expect("load");
         assert_eq!(loaded.iter().map(|m| m.message.id.as_str()).collect::<Vec<_>>(), vec!["v"]);
     });
 }

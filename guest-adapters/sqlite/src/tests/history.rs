@@ -8,6 +8,7 @@ use crate::exports::stowage::store::conversation_store::{
     AlreadyStored, AppendOutcome, IndexedSeq, MessageRange, StoredMessage, TruncateOutcome,
 };
 use crate::model::SEQ_LIMIT;
+use crate::reads;
 use crate::stowage::store::types::{Conflict, Error, Role};
 
 fn seqs(messages: &[StoredMessage]) -> Vec<u64> {
@@ -15,7 +16,7 @@ fn seqs(messages: &[StoredMessage]) -> Vec<u64> {
 }
 
 fn load_all(db: &Db, tenant: &str, id: &str) -> Vec<StoredMessage> {
-    conv::load(db, scope(tenant, "u"), id.into(), MessageRange::After(0), 10_000).expect("load")
+    reads::load(db, scope(tenant, "u"), id.into(), MessageRange::After(0), 10_000).expect("load")
 }
 
 /// A conversation "c" of scope (t, u), opened at time 5.
@@ -50,7 +51,7 @@ fn another_scope_or_a_missing_id_is_not_found() {
             assert_eq!(conv::info(&db, scope(tenant, user), id.into()), Err(Error::NotFound));
             let append = conv::append(&db, scope(tenant, user), id.into(), batch(&["x"], 1), None, 6);
             assert_eq!(append, Err(Error::NotFound));
-            let load = conv::load(&db, scope(tenant, user), id.into(), MessageRange::Latest, 5);
+            let load = reads::load(&db, scope(tenant, user), id.into(), MessageRange::Latest, 5);
             assert_eq!(load, Err(Error::NotFound));
             assert_eq!(conv::replace(&db, scope(tenant, user), id.into(), vec![], None, 6), Err(Error::NotFound));
             let truncate = conv::truncate_after(&db, scope(tenant, user), id.into(), 0, None, 6);
@@ -167,7 +168,7 @@ fn load_pages_by_seq_in_ascending_order() {
             (MessageRange::Latest, 0, vec![]),
         ];
         for (range, limit, expected) in cases {
-            let loaded = conv::load(&db, scope("t", "u"), "c".into(), range, limit).expect("load");
+            let loaded = reads::load(&db, scope("t", "u"), "c".into(), range, limit).expect("load");
             assert_eq!(seqs(&loaded), expected, "{range:?} limit {limit}");
         }
     });
@@ -232,7 +233,7 @@ fn delete_removes_one_conversation_and_reports_whether_it_existed() {
         assert_eq!(conv::info(&db, scope("t", "u"), "c".into()), Err(Error::NotFound));
         assert_eq!(conv::delete(&db, scope("t", "u"), "c".into()), Ok(false));
         assert_eq!(
-            seqs(&conv::load(&db, scope("t", "other"), "c".into(), MessageRange::Latest, 9).expect("load")),
+            seqs(&reads::load(&db, scope("t", "other"), "c".into(), MessageRange::Latest, 9).expect("load")),
             vec![1, 2]
         );
         // Re-created, it starts empty, and its old ids are new again.
@@ -255,7 +256,7 @@ fn list_orders_ids_byte_wise_within_exactly_one_scope() {
         let mut expected: Vec<&str> = ids.to_vec();
         expected.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
         let listed = |after: Option<&str>, limit| -> Vec<String> {
-            conv::list(&db, scope("t", "u"), after.map(str::to_owned), limit)
+            reads::list(&db, scope("t", "u"), after.map(str::to_owned), limit)
                 .expect("list")
                 .into_iter()
                 .map(|info| info.id)

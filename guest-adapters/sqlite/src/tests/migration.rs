@@ -9,6 +9,7 @@ use crate::db::{Db, Sql};
 use crate::display;
 use crate::exports::stowage::store::conversation_store::{AlreadyStored, AppendOutcome, IndexedSeq, MessageRange};
 use crate::migrate::{self, LATEST};
+use crate::reads;
 use crate::stowage::store::types::{Error, Role};
 
 /// The schema of the 0.1.0 adapter, as its `schema.rs` created it.
@@ -206,7 +207,7 @@ fn a_0_1_0_database_is_imported_in_place() {
     assert!(info.meta.tag.is_empty());
     assert_eq!((info.created_at, info.updated_at, info.version, info.last_seq, info.message_count), (10, 20, 4, 2, 2));
 
-    let messages = conv::load(&db, scope("t", "u"), "c".into(), MessageRange::Latest, 10).expect("load");
+    let messages = reads::load(&db, scope("t", "u"), "c".into(), MessageRange::Latest, 10).expect("load");
     assert_eq!(messages.len(), 2);
     let first = &messages[0];
     assert_eq!(
@@ -218,7 +219,7 @@ fn a_0_1_0_database_is_imported_in_place() {
         b"\x01{\"parts\":[{\"type\":\"text\",\"text\":\"text m1\"}],\"metadata\":{\"n\": 1}}".to_vec()
     );
     assert!(first.message.tag.is_empty());
-    let other = conv::load(&db, scope("t", "other"), "c".into(), MessageRange::Latest, 10).expect("load");
+    let other = reads::load(&db, scope("t", "other"), "c".into(), MessageRange::Latest, 10).expect("load");
     assert_eq!(other.len(), 1);
 
     let records = display::list(&db, scope("t", "u"), "c".into(), 0, 10).expect("list");
@@ -262,7 +263,7 @@ fn a_large_0_1_0_database_is_imported_in_chunks_that_each_commit() {
     // A fresh instance finishes the job.
     let next = Sqlite::open(&f.sqlite_path().expect("sqlite"));
     migrate::run(&Db::new(&next)).expect("finishes");
-    let all = conv::load(&Db::new(&next), scope("t", "u"), "c".into(), MessageRange::After(0), 1000).expect("load");
+    let all = reads::load(&Db::new(&next), scope("t", "u"), "c".into(), MessageRange::After(0), 1000).expect("load");
     assert_eq!(all.iter().map(|m| m.seq).collect::<Vec<_>>(), (1..=700).collect::<Vec<_>>());
 }
 
@@ -278,7 +279,7 @@ fn chunks_shrink_to_fit_the_host_s_result_cap_and_an_oversized_row_is_reported()
     sql.cap = Some(6_000);
     migrate::run(&Db::new(&sql)).expect("migrates in small chunks");
     sql.cap = None;
-    let all = conv::load(&Db::new(&sql), scope("t", "u"), "c".into(), MessageRange::After(0), 100).expect("load");
+    let all = reads::load(&Db::new(&sql), scope("t", "u"), "c".into(), MessageRange::After(0), 100).expect("load");
     assert_eq!(all.len(), 40);
 
     let f = Fixture::sqlite();
