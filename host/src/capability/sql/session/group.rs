@@ -170,3 +170,6 @@ impl SqlSession {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
