@@ -139,9 +139,6 @@ pub fn update_meta(db: &Db, scope: Scope, conversation_id: String, meta: Convers
     if changed == 0 { Err(Error::NotFound) } else { Ok(()) }
 }
 
-/// Parameters of a message insert (the head's follow on SQLite: [`head::INSERT_WITH_HEAD`]).
-const INSERT_PARAMS: usize = 7;
-
 /// One insert per message, with a placeholder cid that [`set_key`] fills in per
 /// attempt (the messages are moved in once, never cloned).
 fn insert_statements(db: &Db, messages: Vec<StoredMessage>) -> Vec<Statement> {
@@ -256,7 +253,7 @@ pub fn append(
         let applied = if head::in_messages(db.dialect()) {
             let last = statements.last_mut().ok_or_else(|| storage("append: a stored batch has no message"))?;
             last.sql = head::INSERT_WITH_HEAD.to_owned();
-            last.params.truncate(INSERT_PARAMS);
+            last.params.truncate(dialect::MESSAGE_INSERT_PARAMS);
             last.params.extend(head::carried(new.version, now)?);
             apply(db, "append: storing the batch", &statements)
         } else {

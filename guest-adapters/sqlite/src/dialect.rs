@@ -20,6 +20,10 @@
 
 use crate::db::Dialect;
 
+/// Parameters of [`Text::message_insert`] (the head's follow on SQLite:
+/// [`crate::head::INSERT_WITH_HEAD`]).
+pub const MESSAGE_INSERT_PARAMS: usize = 7;
+
 /// The SQL text of one dialect. Parameter lists are documented once, on the field.
 pub struct Text {
     /// (tenant, user, id) → cid, version, last_seq.

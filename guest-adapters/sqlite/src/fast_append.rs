@@ -81,9 +81,6 @@ pub fn forget(db: &Db, scope: &Scope, conversation_id: &str) {
     }
 }
 
-/// Parameters of a plain message insert (`dialect::Text::message_insert`).
-const INSERT_PARAMS: usize = 7;
-
 /// Stores `statements` (one plain insert per message, from `span`) in one
 /// crossing when this instance knows the conversation's head and the batch
 /// continues it. `Ok(Some(version))`: stored, at that new version. `Ok(None)`:
@@ -141,7 +138,7 @@ pub fn append(
     let plain = dialect::text(db.dialect()).message_insert;
     for statement in [0, last] {
         statements[statement].sql = plain.to_owned();
-        statements[statement].params.truncate(INSERT_PARAMS);
+        statements[statement].params.truncate(dialect::MESSAGE_INSERT_PARAMS);
     }
     match stored {
         Ok(counts) => Err(storage(format!("append: the database reported {counts:?} rows stored for one row each"))),
