@@ -90,6 +90,8 @@ async fn relabelled_scope_is_refused(mode: &str) -> anyhow::Result<()> {
     let (a, b) = (scope_a(), scope_b());
     let history = seeded(&store, &a, "c").await?;
     let info = store.info(&a, "c").await?;
+    // A's messages are in the host's memo of checked messages: B gets none of them.
+    ensure!(store.load_all(&a, "c").await? == history, "{mode}: A's history");
     set_mode(dir.path(), mode)?;
     let what = |op: &str| format!("{mode}: tenant B's {op} of A's conversation");
     refused(store.list(&b, None, 10).await, "c", &what("list"))?;
@@ -130,17 +132,26 @@ async fn forged_answers_are_refused_naming_the_record() -> anyhow::Result<()> {
         "skip-seq",
         "drop-tag",
     ] {
-        let dir = tempfile::tempdir()?;
-        let store = liar(dir.path(), Limits::default()).await?;
-        let a = scope_a();
-        let history = seeded(&store, &a, "c").await?;
-        seeded(&store, &a, "d").await?;
-        set_mode(dir.path(), mode)?;
-        let kind = refused(store.load(&a, "c", LoadRequest::latest(10)).await, "c", &format!("{mode}: load"))?;
-        ensure!(kind != "not-found", "{mode}: a forged answer must be refused as such, not as not-found");
-        refused(store.load_all(&a, "c").await, "c", &format!("{mode}: export"))?;
-        honest(dir.path())?;
-        ensure!(store.load_all(&a, "c").await? == history, "{mode}: the honest answer is intact");
+        // Also after the honest records were loaded, so the host's memo of
+        // checked messages holds them: a forgery is never one of them.
+        for loaded_before in [false, true] {
+            let dir = tempfile::tempdir()?;
+            let store = liar(dir.path(), Limits::default()).await?;
+            let a = scope_a();
+            let history = seeded(&store, &a, "c").await?;
+            seeded(&store, &a, "d").await?;
+            if loaded_before {
+                ensure!(store.load_all(&a, "c").await? == history);
+                store.load_all(&a, "d").await?;
+            }
+            let case = format!("{mode} (loaded before: {loaded_before})");
+            set_mode(dir.path(), mode)?;
+            let kind = refused(store.load(&a, "c", LoadRequest::latest(10)).await, "c", &format!("{case}: load"))?;
+            ensure!(kind != "not-found", "{case}: a forged answer must be refused as such, not as not-found");
+            refused(store.load_all(&a, "c").await, "c", &format!("{case}: export"))?;
+            honest(dir.path())?;
+            ensure!(store.load_all(&a, "c").await? == history, "{case}: the honest answer is intact");
+        }
     }
     Ok(())
 }
@@ -303,7 +314,7 @@ async fn stowage_check_flags_every_lie_and_nothing_else() -> anyhow::Result<()> 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unknown_liar_mode_fails_loudly() -> anyhow::Result<()> {
+async fn an_unknown_liar_casefails_loudly() -> anyhow::Result<()> {
     // Guards the tests above: a misspelt mode must not pass as honesty.
     let dir = tempfile::tempdir()?;
     let store = liar(dir.path(), Limits::default()).await?;

@@ -5,6 +5,8 @@
 //!   `sql_sync` FULL / NORMAL, default integrity (tags on, not sealed).
 //! - `stowage-sqlite-full-untagged`: FULL with `Integrity { tags: false }` (what tags cost).
 //! - `stowage-sqlite-full-sealed`: FULL with `Integrity { seal: true }` (what sealing costs).
+//! - `stowage-sqlite-full-no-memo` (opt-in): FULL with `Limits::verified_cache_bytes = 0`,
+//!   so every load checks every record (what the memo of checked messages saves).
 //! - `stowage-filesystem`: the filesystem adapter (it `sync_data`s every appended frame).
 //! - `stowage-null`: the null adapter (keeps nothing: read-back checks are skipped).
 //! - `stowage-sqlite-pg` (opt-in, not a default row): the SQL adapter on the PostgreSQL
@@ -31,6 +33,9 @@ pub const BUILTIN_ROWS: [&str; 6] = [
 /// The SQL adapter on a PostgreSQL server (opt-in: needs a server).
 pub const POSTGRES_ROW: &str = "stowage-sqlite-pg";
 
+/// The SQLite adapter at FULL without the memo of checked messages (opt-in).
+pub const NO_MEMO_ROW: &str = "stowage-sqlite-full-no-memo";
+
 /// Prefix of third-party adapter rows.
 pub const ADAPTER_PREFIX: &str = "adapter:";
 
@@ -55,14 +60,17 @@ pub struct StowageRow {
     pub integrity: Integrity,
     /// The `sql` capability on the PostgreSQL server of [`crate::pg`], not a SQLite file.
     pub postgres: bool,
+    /// Loads recognise messages checked before (`Limits::verified_cache_bytes`).
+    pub memo: bool,
 }
 
 impl StowageRow {
     /// Parses a Stowage row id; `Ok(None)` when `id` is not one (a native or Python row).
     pub fn parse(id: &str) -> Result<Option<Self>> {
         let full = SqlSync::Full;
-        let row =
-            |adapter, sync, integrity| Some(Self { id: id.to_string(), adapter, sync, integrity, postgres: false });
+        let row = |adapter, sync, integrity| {
+            Some(Self { id: id.to_string(), adapter, sync, integrity, postgres: false, memo: true })
+        };
         let sqlite = AdapterChoice::Builtin(Builtin::Sqlite);
         let default = Integrity::default();
         Ok(match id {
@@ -72,14 +80,20 @@ impl StowageRow {
             "stowage-sqlite-full-sealed" => row(sqlite, full, Integrity { seal: true, ..default }),
             "stowage-filesystem" => row(AdapterChoice::Builtin(Builtin::Filesystem), full, default),
             "stowage-null" => row(AdapterChoice::Builtin(Builtin::Null), full, default),
-            POSTGRES_ROW => {
-                Some(Self { id: id.into(), adapter: sqlite, sync: full, integrity: default, postgres: true })
-            }
+            POSTGRES_ROW => Some(Self {
+                id: id.into(),
+                adapter: sqlite,
+                sync: full,
+                integrity: default,
+                postgres: true,
+                memo: true,
+            }),
+            NO_MEMO_ROW => row(sqlite, full, default).map(|r| Self { memo: false, ..r }),
             other => match other.strip_prefix(ADAPTER_PREFIX) {
                 Some(rest) => row(parse_file(rest)?, full, default),
                 None if other.starts_with("stowage-") => {
                     return Err(BenchError::Config(format!(
-                        "unknown Stowage row `{other}`; rows: {}, {POSTGRES_ROW}, {ADAPTER_PREFIX}PATH[:GRANT,…]",
+                        "unknown Stowage row `{other}`; rows: {}, {POSTGRES_ROW}, {NO_MEMO_ROW}, {ADAPTER_PREFIX}PATH[:GRANT,…]",
                         BUILTIN_ROWS.join(", ")
                     )));
                 }
@@ -115,6 +129,7 @@ impl StowageRow {
             (false, _) => ", untagged",
             (true, true) => ", sealed",
             (true, false) if self.postgres => " on PostgreSQL",
+            (true, false) if !self.memo => ", no memo",
             (true, false) => "",
         };
         match &self.adapter {
@@ -213,6 +228,9 @@ mod tests {
         assert!(!StowageRow::parse("stowage-null").unwrap().unwrap().keeps_messages());
         assert!(StowageRow::parse("native-full").unwrap().is_none());
         assert!(StowageRow::parse("stowage-sqlite-fast").is_err());
+        let no_memo = StowageRow::parse(NO_MEMO_ROW).unwrap().unwrap();
+        assert!(!no_memo.memo && no_memo.integrity.tags && no_memo.sync_label() == "FULL");
+        assert_eq!(no_memo.label(), "Stowage sqlite, no memo");
     }
 
     #[test]

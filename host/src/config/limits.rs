@@ -46,6 +46,11 @@ pub struct Limits {
     /// With tenant isolation: tenants whose adapter instances stay loaded at once
     /// (the least recently used idle tenant is unloaded beyond this).
     pub max_live_tenants: u32,
+    /// Memory for messages already verified and decoded, recognised again by
+    /// their exact stored form, so loading them again skips the MAC and the
+    /// decoding (the adapter is still asked every time; an answer never
+    /// changes). 0 turns it off.
+    pub verified_cache_bytes: u64,
 }
 
 impl Default for Limits {
@@ -67,6 +72,7 @@ impl Default for Limits {
             max_restart_backoff_ms: 5_000,
             unhealthy_cooldown_ms: 30_000,
             max_live_tenants: 64,
+            verified_cache_bytes: 16 << 20,
         }
     }
 }

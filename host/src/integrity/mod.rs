@@ -14,6 +14,7 @@ mod seal;
 pub mod source;
 mod tag;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
@@ -219,14 +220,14 @@ impl Protector {
         self.seal_key(self.current_key(), &scope.tenant)?.seal(binding, &plain)
     }
 
-    /// The plain form of stored bytes (opening sealed ones).
-    pub fn open(&self, scope: &Scope, binding: &Binding, stored: Vec<u8>) -> Result<Vec<u8>, String> {
+    /// The plain form of stored bytes: sealed ones opened, others as they are.
+    pub fn open<'a>(&self, scope: &Scope, binding: &Binding, stored: &'a [u8]) -> Result<Cow<'a, [u8]>, String> {
         match stored.first() {
             Some(&codec::SEALED) => {
-                let id = seal::key_id(&stored).ok_or("sealed content is truncated")?;
-                self.seal_key(id, &scope.tenant)?.open(binding, &stored)
+                let id = seal::key_id(stored).ok_or("sealed content is truncated")?;
+                self.seal_key(id, &scope.tenant)?.open(binding, stored).map(Cow::Owned)
             }
-            _ => Ok(stored),
+            _ => Ok(Cow::Borrowed(stored)),
         }
     }
 }
@@ -338,8 +339,8 @@ mod tests {
         let binding = bindings::message_seal(&scope, "c", "m");
         let sealed = sealing.seal(&scope, &binding, b"\x01{}".to_vec())?;
         assert_eq!(sealed[0], codec::SEALED);
-        assert_eq!(sealing.open(&scope, &binding, sealed)?, b"\x01{}");
-        assert_eq!(sealing.open(&scope, &binding, b"\x01{}".to_vec())?, b"\x01{}", "plain records still read");
+        assert_eq!(*sealing.open(&scope, &binding, &sealed)?, *b"\x01{}");
+        assert_eq!(*sealing.open(&scope, &binding, b"\x01{}")?, *b"\x01{}", "plain records still read");
         Ok(())
     }
 }

@@ -7,15 +7,17 @@ pub mod checks;
 mod display;
 #[cfg(test)]
 mod fake;
+mod memo;
 mod records;
 #[cfg(test)]
 mod tests;
 
 use std::sync::Arc;
 
+use self::memo::Memo;
 pub use self::records::Prepared;
 use crate::adapter::backend::{ConversationBackend, Features};
-use crate::adapter::raw::{AppendReply, Range, RawInfo, TruncateReply};
+use crate::adapter::raw::{AppendReply, Range, RawInfo, RawStored, TruncateReply};
 use crate::config::Limits;
 use crate::error::Error;
 use crate::integrity::Protector;
@@ -35,6 +37,8 @@ pub struct Client<B> {
     store: String,
     max_message_bytes: u64,
     max_response_bytes: u64,
+    /// Messages checked before, recognised by their exact stored form.
+    memo: Memo,
 }
 
 impl<B> Client<B> {
@@ -45,6 +49,7 @@ impl<B> Client<B> {
             store,
             max_message_bytes: limits.max_message_bytes,
             max_response_bytes: limits.max_response_bytes,
+            memo: Memo::new(limits.verified_cache_bytes),
         }
     }
 
@@ -177,18 +182,39 @@ impl<B: ConversationBackend> Client<B> {
         let found = self.backend.load(scope, id, range, limit).await?;
         self.budget(found.iter().map(|m| m.message.content.len() + m.message.tag.len() + m.message.id.len()).sum())?;
         checks::page(&found, range, limit).map_err(|v| self.violation_in(id, v))?;
+        // Records checked before come from the memo; the others are checked (a
+        // long page on several cores), in page order so the error reported is
+        // the first one's.
+        let recalled = self.memo.recall(scope, id, &found);
+        let unknown: Vec<&RawStored> = found
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| recalled.get(*i).is_none_or(Option::is_none))
+            .map(|(_, m)| m)
+            .collect();
+        let mut checked = parallel::map(unknown, |stored| self.message_back(features, scope, id, stored)).into_iter();
+        let mut recalled = recalled.into_iter();
         let mut loaded = Loaded { messages: Vec::with_capacity(found.len()), unverified: Vec::new() };
-        // Checked in order of the page, so the error reported is the first one's.
-        let checked = parallel::map(found, |stored| self.message_back(features, scope, id, stored));
-        for checked in checked {
+        let mut verified = Vec::new();
+        for stored in found {
+            if let Some(message) = recalled.next().flatten() {
+                loaded.messages.push(message);
+                continue;
+            }
+            let Some(checked) = checked.next() else {
+                return Err(Error::Internal("a load's records and their checks went out of step".into()));
+            };
             let checked = checked?;
             let untagged = checked.untagged();
             let message = checked.into_inner();
             if untagged {
                 loaded.unverified.push(message.seq);
+            } else if self.memo.enabled() {
+                verified.push((stored, message.clone()));
             }
             loaded.messages.push(message);
         }
+        self.memo.keep(scope, id, verified);
         if !loaded.unverified.is_empty() {
             tracing::warn!(store = %self.store, count = loaded.unverified.len(), "messages without an integrity tag accepted");
         }

@@ -110,10 +110,10 @@ impl<B> Client<B> {
         features: Features,
         scope: &Scope,
         conversation: &str,
-        m: RawStored,
+        m: &RawStored,
     ) -> Result<Checked<Message>, Error> {
         let seq = m.seq;
-        let raw = m.message;
+        let raw = &m.message;
         let record = || format!("message seq {seq}");
         if raw.content.len() as u64 > self.max_message_bytes.saturating_add(64) {
             return Err(self.violation_in(
@@ -125,12 +125,12 @@ impl<B> Client<B> {
         let untagged = self.verdict(features, &raw.tag, &binding, &raw.content, conversation, record)?;
         let plain = self
             .protector
-            .open(scope, &bindings::message_seal(scope, conversation, &raw.id), raw.content)
+            .open(scope, &bindings::message_seal(scope, conversation, &raw.id), &raw.content)
             .map_err(|reason| self.integrity(conversation, record(), reason))?;
         let content: MessageContent = codec::decode(&plain)
             .map_err(|reason| Error::Storage(format!("message seq {seq} of `{conversation}` {reason}")))?;
         let message = Message {
-            id: raw.id,
+            id: raw.id.clone(),
             seq,
             role: raw.role,
             parts: content.parts,
@@ -178,7 +178,7 @@ impl<B> Client<B> {
         }
         let plain = self
             .protector
-            .open(scope, &binding, raw.meta.content)
+            .open(scope, &binding, &raw.meta.content)
             .map_err(|reason| self.integrity(conversation, record(), reason))?;
         let meta: ConversationMeta =
             codec::decode(&plain).map_err(|reason| Error::Storage(format!("the meta of `{conversation}` {reason}")))?;
@@ -266,7 +266,7 @@ impl<B> Client<B> {
         };
         let plain = self
             .protector
-            .open(scope, &bindings::display_seal(scope, conversation), r.body)
+            .open(scope, &bindings::display_seal(scope, conversation), &r.body)
             .map_err(|reason| self.integrity(conversation, record(), reason))?;
         let body: DisplayBody = codec::decode(&plain)
             .map_err(|reason| Error::Storage(format!("display record {seq} of `{conversation}` {reason}")))?;

@@ -142,13 +142,23 @@ async fn pages_are_checked_for_limit_gaps_range_and_repeated_ids() -> R {
     violation(load(Range::Latest, 5).await.map(|_| ()), "already returned")
 }
 
+/// Each forgery is caught whether or not the honest records were loaded (and
+/// remembered by the memo of checked messages) before.
 #[tokio::test]
 async fn forged_messages_fail_verification() -> R {
+    for remembered in [false, true] {
+        forgeries_fail(remembered).await.map_err(|e| format!("remembered before: {remembered}: {e}"))?;
+    }
+    Ok(())
+}
+
+async fn forgeries_fail(remembered: bool) -> R {
     let c = client()?;
     seeded(&c, &scope(), "c", 3).await?;
     seeded(&c, &scope(), "d", 3).await?;
+    let honest = |c: &Client<Fake>| tamper(c, |t| t.load = None);
     type Forgery = Box<dyn FnMut(&mut Vec<crate::adapter::raw::RawStored>) + Send>;
-    let cases: [(&str, Forgery); 5] = [
+    let cases: [(&str, Forgery); 6] = [
         ("rewritten role", Box::new(|m| m[1].message.role = Role::System)),
         ("changed content", Box::new(|m| *m[1].message.content.last_mut().unwrap_or(&mut 0) ^= 1)),
         ("changed id", Box::new(|m| m[1].message.id = "forged".into())),
@@ -161,16 +171,53 @@ async fn forged_messages_fail_verification() -> R {
             }),
         ),
         ("changed time", Box::new(|m| m[1].message.created_at += 1)),
+        ("tag of another record", Box::new(|m| m[1].message.tag = m[0].message.tag.clone())),
     ];
     for (what, hook) in cases {
+        if remembered {
+            honest(&c);
+            c.load(&scope(), "c", Range::Latest, 3).await?;
+            assert!(c.memo.bytes() > 0, "the honest page is remembered");
+        }
         tamper(&c, |t| t.load = Some(hook));
         integrity(c.load(&scope(), "c", Range::Latest, 3).await.map(|_| ()), "message seq")
             .map_err(|e| format!("{what}: {e}"))?;
     }
     // Messages of another conversation, renumbered to fit.
+    honest(&c);
     let theirs = c.backend().load(&scope(), "d", Range::Latest, 3).await?;
+    if remembered {
+        c.load(&scope(), "d", Range::Latest, 3).await?;
+    }
     tamper(&c, move |t| t.load = Some(Box::new(move |m| *m = theirs.clone())));
     integrity(c.load(&scope(), "c", Range::Latest, 3).await.map(|_| ()), "message seq 1")
+}
+
+/// A page answered from the memo of checked messages is the page a full check
+/// gives, and a record accepted without a tag is never remembered: it is
+/// reported as unverified on every load.
+#[tokio::test]
+async fn remembered_pages_equal_checked_ones_and_untagged_records_stay_reported() -> R {
+    let c = client()?;
+    let cold = client_with(Integrity::default(), Limits { verified_cache_bytes: 0, ..Limits::default() })?;
+    seeded(&c, &scope(), "c", 5).await?;
+    let first = c.load(&scope(), "c", Range::Latest, 5).await?;
+    let remembered = c.memo.bytes();
+    assert!(remembered > 0);
+    let again = c.load(&scope(), "c", Range::Latest, 5).await?;
+    assert_eq!(again.messages, first.messages);
+    assert_eq!(c.memo.bytes(), remembered, "nothing checked twice");
+    seeded(&cold, &scope(), "c", 5).await?;
+    cold.load(&scope(), "c", Range::Latest, 5).await?;
+    assert_eq!(cold.memo.bytes(), 0, "off");
+
+    let lax = client_with(Integrity { untagged: Untagged::Accept, ..Integrity::default() }, Limits::default())?;
+    seeded(&lax, &scope(), "c", 2).await?;
+    tamper(&lax, |t| t.load = Some(Box::new(|m| m[0].message.tag.clear())));
+    for _ in 0..2 {
+        assert_eq!(lax.load(&scope(), "c", Range::Latest, 2).await?.unverified, [1]);
+    }
+    Ok(())
 }
 
 /// A page long enough to be checked on several threads comes back whole and in

@@ -102,7 +102,7 @@ impl Reader {
         if let Some(last) = last.filter(|last| entry.counter <= *last) {
             return Err(Dropped::Replayed { counter: entry.counter, last });
         }
-        let json = protector.open(&entry.scope, &binding, entry.payload).map_err(Dropped::Payload)?;
+        let json = protector.open(&entry.scope, &binding, &entry.payload).map_err(Dropped::Payload)?;
         let wire: Wire = serde_json::from_slice(&json).map_err(|e| Dropped::Payload(e.to_string()))?;
         let event = wire.event();
         let record = event.record();
