@@ -21,7 +21,7 @@
 //! than the whole budget keeps its newest messages.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::adapter::raw::{RawMessage, RawStored};
 use crate::model::{Message, Scope};
@@ -47,7 +47,7 @@ impl Entry {
 
 #[derive(Default)]
 struct Conversation {
-    records: BTreeMap<u64, Entry>,
+    records: BTreeMap<u64, Arc<Entry>>,
     bytes: usize,
     used: u64,
 }
@@ -81,19 +81,25 @@ impl Memo {
 
     /// For each record of a page of `conversation`, the message an earlier
     /// check produced from exactly that record at that seq, if the memo has it.
+    /// The lock is held only to look the entries up: comparing the records and
+    /// copying the messages out run beside other loads.
     pub fn recall(&self, scope: &Scope, conversation: &str, page: &[RawStored]) -> Vec<Option<Message>> {
         if !self.enabled() || page.is_empty() {
             return Vec::new();
         }
-        let mut inner = self.lock();
-        inner.clock += 1;
-        let clock = inner.clock;
-        let Some(known) = inner.conversations.get_mut(&(scope.clone(), conversation.to_owned())) else {
-            return Vec::new();
+        let entries: Vec<Option<Arc<Entry>>> = {
+            let mut inner = self.lock();
+            inner.clock += 1;
+            let clock = inner.clock;
+            let Some(known) = inner.conversations.get_mut(&(scope.clone(), conversation.to_owned())) else {
+                return Vec::new();
+            };
+            known.used = clock;
+            page.iter().map(|stored| known.records.get(&stored.seq).cloned()).collect()
         };
-        known.used = clock;
         page.iter()
-            .map(|stored| match known.records.get(&stored.seq) {
+            .zip(entries)
+            .map(|(stored, entry)| match entry {
                 Some(entry) if entry.raw == stored.message => Some(entry.message.clone()),
                 _ => None,
             })
@@ -118,7 +124,7 @@ impl Memo {
             if cost > self.budget / 4 {
                 continue;
             }
-            if let Some(old) = known.records.insert(stored.seq, Entry { raw: stored.message, message }) {
+            if let Some(old) = known.records.insert(stored.seq, Arc::new(Entry { raw: stored.message, message })) {
                 added -= Entry::cost(&old.raw) as isize;
             }
             added += cost as isize;
@@ -131,18 +137,24 @@ impl Memo {
     }
 
     /// Drops the least recently loaded conversations, then `current`'s oldest
-    /// messages, until the memo holds at most `target` bytes.
+    /// messages, until the memo holds at most `target` bytes (one sort per
+    /// eviction, which frees a quarter of the budget at once).
     fn evict(inner: &mut Inner, current: &Key, target: usize) {
-        while inner.bytes > target {
-            let oldest = inner
+        if inner.bytes > target {
+            let mut by_age: Vec<(u64, Key)> = inner
                 .conversations
                 .iter()
                 .filter(|(key, _)| *key != current)
-                .min_by_key(|(_, c)| c.used)
-                .map(|(key, _)| key.clone());
-            let Some(oldest) = oldest else { break };
-            if let Some(dropped) = inner.conversations.remove(&oldest) {
-                inner.bytes = inner.bytes.saturating_sub(dropped.bytes);
+                .map(|(key, c)| (c.used, key.clone()))
+                .collect();
+            by_age.sort_unstable_by_key(|(used, _)| *used);
+            for (_, key) in by_age {
+                if inner.bytes <= target {
+                    break;
+                }
+                if let Some(dropped) = inner.conversations.remove(&key) {
+                    inner.bytes = inner.bytes.saturating_sub(dropped.bytes);
+                }
             }
         }
         let Some(known) = inner.conversations.get_mut(current) else { return };
