@@ -71,3 +71,6 @@ pub use validate::{MAX_ID_BYTES, MAX_SCOPE_BYTES};
 
 /// The newest contract version this host implements (it also loads 0.1.0 adapters).
 pub const CONTRACT_VERSION: &str = "0.2.0";
+/// The optional load-plan export (`stowage:reads@0.1.0`) this host runs: an
+/// adapter exporting it has its loads' SELECTs run by the host.
+pub const LOAD_PLAN_EXPORT: &str = wit::reads::LOAD_PLAN;

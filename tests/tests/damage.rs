@@ -210,5 +210,20 @@ async fn a_corrupted_sqlite_page_is_reported_and_intact_data_still_loads() -> an
     );
     ensure!(reported.iter().any(|r| r.starts_with("c15:")), "the damaged conversation c15 was not reported");
     ensure!(!intact.is_empty(), "nothing intact survived one corrupted page");
+    // Ranges that start in c15's intact rows: SQLite's scan of them can stop at
+    // the damaged page without noticing it (the adapter's own statement for
+    // `after(5)` does), so the host checks each page against the conversation's
+    // newest seq (the load plan's last column). A damaged history fails; it never
+    // comes back cut short.
+    for request in [LoadRequest::after(5, 1000), LoadRequest::after(0, 12), LoadRequest::latest(1000)] {
+        match store.load(&scope(), "c15", request.clone()).await {
+            Err(error) if names_sqlite_damage(&error, "c15") => {}
+            Err(error) => bail!("c15, {request:?}: the failure does not name the damage: {error}"),
+            Ok(page) => {
+                let seqs: Vec<u64> = page.messages.iter().map(|m| m.seq).collect();
+                bail!("c15, {request:?}: damaged data was returned as if intact: seqs {seqs:?}")
+            }
+        }
+    }
     Ok(())
 }

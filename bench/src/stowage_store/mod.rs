@@ -25,7 +25,9 @@ use std::path::{Path, PathBuf};
 use stowage::{ConversationMeta, Grants, LoadRequest, Message as Stored, NewMessage, Runtime, RuntimeConfig, Scope};
 use stowage::{KeySource, SqlTarget, Store, StoreConfig};
 
-pub use self::row::{ADAPTER_PREFIX, AdapterChoice, BUILTIN_ROWS, NO_MEMO_ROW, POSTGRES_ROW, StowageRow, store_error};
+pub use self::row::{
+    ADAPTER_PREFIX, AdapterChoice, BUILTIN_ROWS, NO_MEMO_ROW, NO_PLAN_ROW, POSTGRES_ROW, StowageRow, store_error,
+};
 use crate::error::Result;
 use crate::pg::{PgSchema, base_url, describe_server};
 use crate::runner::{OpenFor, RowDescription, StoreKind, StoreRunner};
@@ -103,6 +105,7 @@ impl StowageKind {
         if !self.row.memo {
             config.limits.verified_cache_bytes = 0;
         }
+        config.limits.load_plans = self.row.plan;
         if let OpenFor::Concurrent { agents } = purpose {
             let agents = u32::try_from(agents).unwrap_or(u32::MAX);
             config.limits.instances = agents.clamp(1, self.e_instances);

@@ -7,6 +7,8 @@
 //! - `stowage-sqlite-full-sealed`: FULL with `Integrity { seal: true }` (what sealing costs).
 //! - `stowage-sqlite-full-no-memo` (opt-in): FULL with `Limits::verified_cache_bytes = 0`,
 //!   so every load checks every record (what the memo of checked messages saves).
+//! - `stowage-sqlite-full-no-plan` (opt-in): FULL with `Limits::load_plans = false`,
+//!   so every load calls into the adapter (what running its load plan on the host saves).
 //! - `stowage-filesystem`: the filesystem adapter (it `sync_data`s every appended frame).
 //! - `stowage-null`: the null adapter (keeps nothing: read-back checks are skipped).
 //! - `stowage-sqlite-pg` (opt-in, not a default row): the SQL adapter on the PostgreSQL
@@ -35,6 +37,9 @@ pub const POSTGRES_ROW: &str = "stowage-sqlite-pg";
 
 /// The SQLite adapter at FULL without the memo of checked messages (opt-in).
 pub const NO_MEMO_ROW: &str = "stowage-sqlite-full-no-memo";
+/// The SQLite adapter at FULL with every load a call into it, its load plan
+/// unused (opt-in).
+pub const NO_PLAN_ROW: &str = "stowage-sqlite-full-no-plan";
 
 /// Prefix of third-party adapter rows.
 pub const ADAPTER_PREFIX: &str = "adapter:";
@@ -62,6 +67,8 @@ pub struct StowageRow {
     pub postgres: bool,
     /// Loads recognise messages checked before (`Limits::verified_cache_bytes`).
     pub memo: bool,
+    /// Loads run the adapter's load plan on the host (`Limits::load_plans`).
+    pub plan: bool,
 }
 
 impl StowageRow {
@@ -69,7 +76,7 @@ impl StowageRow {
     pub fn parse(id: &str) -> Result<Option<Self>> {
         let full = SqlSync::Full;
         let row = |adapter, sync, integrity| {
-            Some(Self { id: id.to_string(), adapter, sync, integrity, postgres: false, memo: true })
+            Some(Self { id: id.to_string(), adapter, sync, integrity, postgres: false, memo: true, plan: true })
         };
         let sqlite = AdapterChoice::Builtin(Builtin::Sqlite);
         let default = Integrity::default();
@@ -87,13 +94,15 @@ impl StowageRow {
                 integrity: default,
                 postgres: true,
                 memo: true,
+                plan: true,
             }),
             NO_MEMO_ROW => row(sqlite, full, default).map(|r| Self { memo: false, ..r }),
+            NO_PLAN_ROW => row(sqlite, full, default).map(|r| Self { plan: false, ..r }),
             other => match other.strip_prefix(ADAPTER_PREFIX) {
                 Some(rest) => row(parse_file(rest)?, full, default),
                 None if other.starts_with("stowage-") => {
                     return Err(BenchError::Config(format!(
-                        "unknown Stowage row `{other}`; rows: {}, {POSTGRES_ROW}, {NO_MEMO_ROW}, {ADAPTER_PREFIX}PATH[:GRANT,…]",
+                        "unknown Stowage row `{other}`; rows: {}, {POSTGRES_ROW}, {NO_MEMO_ROW}, {NO_PLAN_ROW}, {ADAPTER_PREFIX}PATH[:GRANT,…]",
                         BUILTIN_ROWS.join(", ")
                     )));
                 }
@@ -130,6 +139,7 @@ impl StowageRow {
             (true, true) => ", sealed",
             (true, false) if self.postgres => " on PostgreSQL",
             (true, false) if !self.memo => ", no memo",
+            (true, false) if !self.plan => ", no plan",
             (true, false) => "",
         };
         match &self.adapter {
@@ -231,6 +241,9 @@ mod tests {
         let no_memo = StowageRow::parse(NO_MEMO_ROW).unwrap().unwrap();
         assert!(!no_memo.memo && no_memo.integrity.tags && no_memo.sync_label() == "FULL");
         assert_eq!(no_memo.label(), "Stowage sqlite, no memo");
+        let no_plan = StowageRow::parse(NO_PLAN_ROW).unwrap().unwrap();
+        assert!(!no_plan.plan && no_plan.memo && no_plan.integrity.tags && no_plan.sync_label() == "FULL");
+        assert_eq!(no_plan.label(), "Stowage sqlite, no plan");
     }
 
     #[test]

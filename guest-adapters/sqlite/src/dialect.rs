@@ -24,6 +24,48 @@ use crate::db::Dialect;
 /// [`crate::head::INSERT_WITH_HEAD`]).
 pub const MESSAGE_INSERT_PARAMS: usize = 7;
 
+/// The SQLite statements of the load plan (`stowage:reads/load-plan`): the host
+/// runs them itself in place of [`crate::reads::load`]'s two statements.
+/// Parameters (tenant, user, id, limit) for `latest`, (tenant, user, id, seq
+/// bound, limit) for the others; a bound past [`crate::model::SEQ_LIMIT`] is
+/// clamped there, as `load` clamps it.
+///
+/// Each is `load`'s own rowid range scan, the conversation's key found by a
+/// scalar subquery that runs once, before the scan; the last column, the
+/// conversation's newest seq, is one seek to the end of its range. The host
+/// checks a page against it: SQLite does not always notice a damaged page in
+/// the middle of a range scan, and a scan that stops there early would return
+/// a history cut short (`tests/damage.rs` on the host).
+macro_rules! plan_key {
+    () => {
+        "((SELECT cid FROM stowage_conversations WHERE tenant = +?1 AND scope_user = +?2 AND id = +?3 \
+         AND cid BETWEEN 1 AND 2147483647) << 32)"
+    };
+}
+macro_rules! plan_columns {
+    () => {
+        concat!(
+            "SELECT pos & 4294967295, id, role, created_at, content, tag, (SELECT pos & 4294967295 \
+             FROM stowage_messages WHERE pos > ",
+            plan_key!(),
+            " AND pos < ",
+            plan_key!(),
+            " + 4294967296 ORDER BY pos DESC LIMIT 1) FROM stowage_messages WHERE pos > ",
+            plan_key!()
+        )
+    };
+}
+pub const PLAN_LATEST: &str =
+    concat!(plan_columns!(), " AND pos < ", plan_key!(), " + 4294967296 ORDER BY pos DESC LIMIT ?4 + 0");
+pub const PLAN_AFTER: &str = concat!(
+    plan_columns!(),
+    " + MIN(?4, 4294967296) AND pos < ",
+    plan_key!(),
+    " + 4294967296 ORDER BY pos LIMIT ?5 + 0"
+);
+pub const PLAN_BEFORE: &str =
+    concat!(plan_columns!(), " AND pos < ", plan_key!(), " + MIN(?4, 4294967296) ORDER BY pos DESC LIMIT ?5 + 0");
+
 /// The SQL text of one dialect. Parameter lists are documented once, on the field.
 pub struct Text {
     /// (tenant, user, id) → cid, version, last_seq.

@@ -35,11 +35,14 @@ mod tests;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 wit_bindgen::generate!({
-    path: "../../wit/v0.2.0",
-    world: "sql-adapter",
+    path: ["../../wit/v0.2.0", "../../wit/reads-v0.1.0"],
+    world: "stowage:reads/sql-adapter",
     additional_derives: [PartialEq],
+    // The contract's interfaces live in the other package: generate them too.
+    generate_all,
 });
 
+use exports::stowage::reads::load_plan::{Dialect as PlanDialect, Guest as LoadPlan, MessageStatements};
 use exports::stowage::store::conversation_store::{
     AppendOutcome, ConversationInfo, ConversationMeta, Guest as ConversationStore, MessageRange, Scope, StoredMessage,
     TruncateOutcome,
@@ -168,6 +171,15 @@ impl DisplayStore for SqlAdapter {
         limit: u32,
     ) -> Result<Vec<LocatedDisplayRecord>, Error> {
         display::find_by_status(&database()?, statuses, after, limit)
+    }
+}
+
+impl LoadPlan for SqlAdapter {
+    /// Asked before the host runs any load itself, so the schema is brought
+    /// current first; a database that cannot be migrated gets no plan (its
+    /// loads then call `load`, which reports the failure).
+    fn message_plan(dialect: PlanDialect) -> Option<MessageStatements> {
+        reads::plan(&database().ok()?, dialect)
     }
 }
 

@@ -2,13 +2,14 @@
 //! Each runs as one read ([`Db::read`]); neither changes anything.
 
 use crate::conversations::{find, info_from_row};
-use crate::db::{Db, Res, Row, context, int, storage, text};
+use crate::db::{Db, Dialect, Res, Row, context, int, storage, text};
 use crate::dialect;
+use crate::exports::stowage::reads::load_plan::{Dialect as PlanDialect, MessageStatements};
 use crate::exports::stowage::store::conversation_store::{ConversationInfo, MessageRange, Scope, StoredMessage};
 use crate::model::{SEQ_LIMIT, role_from_code};
 use crate::stowage::store::types::{Error, Message};
 
-fn stored_message(row: &mut Row) -> Res<StoredMessage> {
+pub(crate) fn stored_message(row: &mut Row) -> Res<StoredMessage> {
     let seq = row.uint(0)?;
     let decoded = (|| {
         let id = row.text(1)?;
@@ -45,6 +46,19 @@ pub fn load(
         }
         Ok(messages)
     })
+}
+
+/// The load plan for `asked`: [`load`]'s reads as single statements the host
+/// runs itself, on SQLite only (on PostgreSQL every load stays a call).
+pub fn plan(db: &Db, asked: PlanDialect) -> Option<MessageStatements> {
+    match (db.dialect(), asked) {
+        (Dialect::Sqlite, PlanDialect::Sqlite) => Some(MessageStatements {
+            latest: dialect::PLAN_LATEST.to_owned(),
+            after: dialect::PLAN_AFTER.to_owned(),
+            before: dialect::PLAN_BEFORE.to_owned(),
+        }),
+        _ => None,
+    }
 }
 
 pub fn list(db: &Db, scope: Scope, after: Option<String>, limit: u32) -> Result<Vec<ConversationInfo>, Error> {

@@ -81,6 +81,12 @@ pub async fn inspect(ctx: &Context, adapter: &str) -> anyhow::Result<ExitCode> {
         if description.contract_version == Some("0.1.0") {
             println!("integrity:     none: a 0.1.0 adapter cannot keep integrity tags or sealed records");
         }
+        if description.exports.iter().any(|export| export == stowage::LOAD_PLAN_EXPORT) {
+            println!(
+                "load plan:     {} (on SQLite the host runs its loads' SELECTs itself)",
+                stowage::LOAD_PLAN_EXPORT
+            );
+        }
         let capabilities =
             if description.capabilities.is_empty() { "none".to_owned() } else { description.capabilities.join(", ") };
         println!("capabilities:  {capabilities}");

@@ -181,7 +181,10 @@ fn inspect_and_check_certify_adapters() -> anyhow::Result<()> {
     let s = Sandbox::new()?;
     let out = s.expect(&["inspect", &guest("sqlite")], None, 0)?;
     ensure!(
-        out.contains("stowage:store@0.2.0") && out.contains("capabilities:  sql") && out.contains("passed"),
+        out.contains("stowage:store@0.2.0")
+            && out.contains("capabilities:  sql")
+            && out.contains("load plan:     stowage:reads/load-plan@0.1.0")
+            && out.contains("passed"),
         "{out}"
     );
     let json: serde_json::Value = serde_json::from_str(&s.expect(&["--json", "inspect", "filesystem"], None, 0)?)?;

@@ -12,12 +12,14 @@ use crate::capability::{self, Capability, Grants, ImportNeed};
 use crate::config::AdapterSource;
 use crate::config::Precompiled;
 use crate::error::LoadError;
-use crate::wit::{ContractVersion, v0_1, v0_2};
+use crate::wit::{ContractVersion, reads, v0_1, v0_2};
 
 /// Pre-instantiated bindings, per contract version.
 pub enum Pre {
     V0_1(v0_1::SqlAdapterPre<AdapterState>),
-    V0_2(v0_2::SqlAdapterPre<AdapterState>),
+    /// With the indices of the contract's exports and of the optional load plan
+    /// (`stowage:reads/load-plan`) when the adapter exports one.
+    V0_2(v0_2::SqlAdapterPre<AdapterState>, Option<Box<(v0_2::SqlAdapterIndices, reads::ReaderIndices)>>),
 }
 
 /// A compiled, checked and linked adapter, ready to instantiate many times.
@@ -106,6 +108,11 @@ fn check_header(wasm: &[u8], what: &str) -> Result<(), LoadError> {
     }
 }
 
+/// Whether `component` exports the optional load plan (`stowage:reads`).
+fn exports_load_plan(engine: &Engine, component: &Component) -> bool {
+    component.component_type().get_export(engine, reads::LOAD_PLAN).is_some()
+}
+
 /// The contract version whose required exports `component` has (newest first).
 fn version_of(engine: &Engine, component: &Component) -> Option<ContractVersion> {
     let ty = component.component_type();
@@ -183,7 +190,19 @@ impl Loader {
         let instance_pre = linker.instantiate_pre(&component).map_err(link_error)?;
         let pre = match version {
             ContractVersion::V0_1 => Pre::V0_1(v0_1::SqlAdapterPre::new(instance_pre).map_err(link_error)?),
-            ContractVersion::V0_2 => Pre::V0_2(v0_2::SqlAdapterPre::new(instance_pre).map_err(link_error)?),
+            ContractVersion::V0_2 => {
+                let plan = if exports_load_plan(&self.engine, &component) {
+                    let indices = v0_2::SqlAdapterIndices::new(&instance_pre).map_err(link_error)?;
+                    let reader = reads::ReaderIndices::new(&instance_pre).map_err(|e| LoadError::Link {
+                        what: what.clone(),
+                        reason: format!("its {} export is not the interface's: {e:#}", reads::LOAD_PLAN),
+                    })?;
+                    Some(Box::new((indices, reader)))
+                } else {
+                    None
+                };
+                Pre::V0_2(v0_2::SqlAdapterPre::new(instance_pre).map_err(link_error)?, plan)
+            }
         };
         if version < ContractVersion::LATEST {
             tracing::warn!(

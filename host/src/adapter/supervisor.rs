@@ -32,6 +32,8 @@ pub struct Counters {
     pub swaps: AtomicU64,
     /// Calls whose writes were committed in a commit group with other calls.
     pub grouped: AtomicU64,
+    /// Loads the host answered by running the adapter's load plan itself.
+    pub planned_loads: AtomicU64,
 }
 
 impl Counters {
@@ -47,6 +49,7 @@ impl Counters {
             (&self.restarts, &other.restarts),
             (&self.refused, &other.refused),
             (&self.grouped, &other.grouped),
+            (&self.planned_loads, &other.planned_loads),
         ] {
             into.fetch_add(from.load(Ordering::Relaxed), Ordering::Relaxed);
         }

@@ -51,6 +51,10 @@ pub struct Limits {
     /// decoding (the adapter is still asked every time; an answer never
     /// changes). 0 turns it off.
     pub verified_cache_bytes: u64,
+    /// Run an adapter's load plan (`stowage:reads/load-plan`) on the host: a
+    /// load of an adapter that names its SELECTs is answered without a call into
+    /// it (the records are checked all the same). `false`: every load is a call.
+    pub load_plans: bool,
 }
 
 impl Default for Limits {
@@ -73,6 +77,7 @@ impl Default for Limits {
             unhealthy_cooldown_ms: 30_000,
             max_live_tenants: 64,
             verified_cache_bytes: 16 << 20,
+            load_plans: true,
         }
     }
 }

@@ -34,6 +34,9 @@ pub struct StoreStats {
     /// Calls queued behind others whose writes were committed together, in one
     /// commit group (one SQLite commit and one flush for all of them).
     pub grouped_calls: u64,
+    /// Loads the host answered by running the adapter's load plan
+    /// (`stowage:reads/load-plan`) itself, without calling into the adapter.
+    pub planned_loads: u64,
 }
 
 /// How the store's adapter is doing.
@@ -106,6 +109,7 @@ impl Store {
             refused: c.refused.load(Ordering::Relaxed),
             swaps: c.swaps.load(Ordering::Relaxed),
             grouped_calls: c.grouped.load(Ordering::Relaxed),
+            planned_loads: c.planned_loads.load(Ordering::Relaxed),
         }
     }
 

@@ -5,6 +5,7 @@
 //! This is the bottom of the adapter stack: capability modules implement the
 //! import traits generated here, and the adapter layer calls the exports.
 
+pub mod reads;
 pub mod v0_1;
 pub mod v0_2;
 

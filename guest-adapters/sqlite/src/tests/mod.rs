@@ -11,6 +11,7 @@ mod display;
 mod fast_append;
 mod head;
 mod history;
+mod load_plan;
 mod migration;
 mod plans;
 mod postgres;

@@ -38,6 +38,9 @@ fn hot() -> Vec<String> {
         t.display_delete_all,
         t.display_by_tool_call,
         t.display_list,
+        dialect::PLAN_LATEST,
+        dialect::PLAN_AFTER,
+        dialect::PLAN_BEFORE,
     ]
     .map(str::to_owned)
     .to_vec();

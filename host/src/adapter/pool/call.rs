@@ -82,6 +82,7 @@ impl InstancePool {
         instance.store.data_mut().log.reset();
         instance.store.set_epoch_deadline(self.settings.deadline_ticks);
         let outcome = call(&mut instance);
+        counters.planned_loads.fetch_add(std::mem::take(&mut instance.planned_loads), Ordering::Relaxed);
         let sql = &mut instance.store.data_mut().sql;
         let commit = sql.take_ticket();
         match outcome {

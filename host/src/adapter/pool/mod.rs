@@ -14,6 +14,7 @@
 mod call;
 mod deferred;
 mod drain;
+mod plan;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -25,6 +26,7 @@ use wasmtime_wasi::WasiCtx;
 
 pub use self::deferred::deferring;
 use self::drain::Drain;
+pub use self::plan::LoadPlan;
 use super::backlog::{Backlog, Job};
 use super::loader::{AdapterImage, Pre};
 use super::state::{AdapterState, Limiter, MemoryLimitExceeded};
@@ -49,6 +51,11 @@ pub enum Bindings {
 pub struct Instance {
     pub store: wasmtime::Store<AdapterState>,
     pub bindings: Bindings,
+    /// The adapter's load plan, when it exports one.
+    pub plan: LoadPlan,
+    /// Loads answered from the plan since the last call began (added to the
+    /// pool's counters after each call).
+    pub planned_loads: u64,
 }
 
 /// Everything needed to create instances.
@@ -200,12 +207,20 @@ impl InstancePool {
         store.set_epoch_deadline(settings.deadline_ticks);
         store.epoch_deadline_trap();
         let bindings = match &self.image.pre {
-            Pre::V0_1(pre) => pre.instantiate(&mut store).map(Bindings::V0_1),
-            Pre::V0_2(pre) => pre.instantiate(&mut store).map(Bindings::V0_2),
+            Pre::V0_1(pre) => pre.instantiate(&mut store).map(|b| (Bindings::V0_1(b), LoadPlan::None)),
+            Pre::V0_2(pre, plan) => match plan.as_deref() {
+                Some((indices, reader)) if settings.limits.load_plans => {
+                    pre.instance_pre().instantiate(&mut store).and_then(|instance| {
+                        let bindings = indices.load(&mut store, &instance)?;
+                        Ok((Bindings::V0_2(bindings), LoadPlan::Unasked(reader.load(&mut store, &instance)?)))
+                    })
+                }
+                _ => pre.instantiate(&mut store).map(|b| (Bindings::V0_2(b), LoadPlan::None)),
+            },
         };
-        let bindings = bindings.map_err(|err| self.classify(err, "instantiating", counters))?;
+        let (bindings, plan) = bindings.map_err(|err| self.classify(err, "instantiating", counters))?;
         counters.instantiations.fetch_add(1, Ordering::Relaxed);
-        Ok(Instance { store, bindings })
+        Ok(Instance { store, bindings, plan, planned_loads: 0 })
     }
 
     /// Turns a wasmtime failure into the public error, counting it.

@@ -5,6 +5,7 @@
 
 use std::future::Future;
 
+use super::plan::{self, Planned};
 use super::{WasmBackend, v0_1, v0_2};
 use crate::adapter::backend::{ConversationBackend, Features};
 use crate::adapter::pool::{Bindings, Instance};
@@ -166,18 +167,26 @@ impl ConversationBackend for WasmBackend {
         limit: u32,
     ) -> impl Future<Output = Result<Vec<RawStored>, Error>> + Send {
         let (scope, id) = (scope.clone(), id.to_owned());
+        let store = self.store_name().to_owned();
         async move {
-            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
-                Bindings::V0_2(b) => Ok(b
-                    .stowage_store_conversation_store()
-                    .call_load(&mut i.store, &v0_2::scope(&scope), &id, v0_2::range(range), limit)?
-                    .map(|found| found.into_iter().map(v0_2::stored_back).collect())
-                    .map_err(v0_2::error)),
-                Bindings::V0_1(b) => Ok(b
-                    .stowage_store_conversation_store()
-                    .call_load(&mut i.store, &v0_1::scope(&scope), &id, v0_1::range(range), limit)?
-                    .map_err(v0_1::error)
-                    .and_then(|found| found.into_iter().map(v0_1::stored_back).collect())),
+            self.call(&scope.tenant.clone(), move |i| match plan::load(i, &scope, &id, range, limit)? {
+                Planned::Records(found) => Ok(Ok(found)),
+                Planned::Malformed(what) => {
+                    Ok(Err(Error::ContractViolation { store, message: format!("conversation `{id}`: {what}") }))
+                }
+                Planned::Damaged(what) => Ok(Err(Error::Storage(format!("conversation `{id}`: {what}")))),
+                Planned::AskAdapter | Planned::Writes => match &i.bindings {
+                    Bindings::V0_2(b) => Ok(b
+                        .stowage_store_conversation_store()
+                        .call_load(&mut i.store, &v0_2::scope(&scope), &id, v0_2::range(range), limit)?
+                        .map(|found| found.into_iter().map(v0_2::stored_back).collect())
+                        .map_err(v0_2::error)),
+                    Bindings::V0_1(b) => Ok(b
+                        .stowage_store_conversation_store()
+                        .call_load(&mut i.store, &v0_1::scope(&scope), &id, v0_1::range(range), limit)?
+                        .map_err(v0_1::error)
+                        .and_then(|found| found.into_iter().map(v0_1::stored_back).collect())),
+                },
             })
             .await
         }

@@ -9,6 +9,7 @@
 
 mod calls;
 mod display_calls;
+mod plan;
 mod v0_1;
 mod v0_2;
 
@@ -206,6 +207,11 @@ impl WasmBackend {
     }
 
     /// The contract version of the adapter serving now.
+    /// The store's name, for errors.
+    fn store_name(&self) -> &str {
+        &self.shared.setup.store
+    }
+
     pub fn version(&self) -> ContractVersion {
         self.generation_now().image.version
     }

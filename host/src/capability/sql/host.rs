@@ -8,8 +8,9 @@ use super::value::{Dialect, Rows, Value};
 use crate::wit::{ContractVersion, SqlFailure, v0_1, v0_2};
 
 impl SqlSession {
-    /// Before a statement: an injected fault, if one strikes here.
-    fn before_statement(&self) -> Result<(), SqlFailure> {
+    /// Before a statement (the adapter's, or one the host runs for it): an
+    /// injected fault, if one strikes here.
+    pub(crate) fn before_statement(&self) -> Result<(), SqlFailure> {
         #[cfg(feature = "fault-injection")]
         if let Some(db) = self.database() {
             db.faults().strike()?;

@@ -100,6 +100,16 @@ pub trait Connection: Send {
     ) -> Result<Option<Rows>, SqlErrorKind> {
         self.query(statement, params, max_bytes).map(Some)
     }
+    /// As `query`, only for a statement the engine confirms writes nothing;
+    /// `None`, run nothing, otherwise. Engines that cannot tell run nothing.
+    fn query_read_only(
+        &mut self,
+        _statement: &str,
+        _params: &[Value],
+        _max_bytes: u64,
+    ) -> Result<Option<Rows>, SqlErrorKind> {
+        Ok(None)
+    }
     /// Starts a write transaction.
     fn begin(&mut self) -> Result<(), SqlErrorKind>;
     fn commit(&mut self) -> Result<(), SqlErrorKind>;

@@ -249,6 +249,17 @@ impl Connection for Sqlite {
         rows_of(&mut stmt, params, max_bytes).map(Some)
     }
 
+    fn query_read_only(
+        &mut self,
+        statement: &str,
+        params: &[Value],
+        max_bytes: u64,
+    ) -> Result<Option<Rows>, SqlErrorKind> {
+        // `sqlite3_stmt_readonly`: inside a transaction too, a read-only
+        // statement reads what `query` would.
+        self.query_unless_writes(statement, params, max_bytes)
+    }
+
     fn in_transaction(&self) -> bool {
         !self.conn.is_autocommit()
     }

@@ -125,6 +125,13 @@ impl SqlSession {
 
     /// A statement that writes (`INSERT … RETURNING`, a pragma that sets)
     /// outside a transaction is a write transaction of its own, as in `execute`.
+    /// Runs `statement` for the host, on the adapter's behalf, only if the
+    /// database confirms it writes nothing; `None`, run nothing, otherwise.
+    pub fn query_read_only(&mut self, statement: &str, params: &[Value]) -> Result<Option<Rows>, SqlErrorKind> {
+        let max = self.db.as_ref().map_or(0, |db| db.max_result_bytes);
+        self.conn()?.query_read_only(statement, params, max)
+    }
+
     pub fn query(&mut self, statement: &str, params: &[Value]) -> Result<Rows, SqlErrorKind> {
         let max = self.db.as_ref().map_or(0, |db| db.max_result_bytes);
         let conn = self.conn()?;
