@@ -186,7 +186,7 @@ async fn a_corrupted_sqlite_page_is_reported_and_intact_data_still_loads() -> an
     bytes[victim * page + 100..(victim + 1) * page].fill(0xa5);
     std::fs::write(&db, &bytes)?;
 
-    let store = fresh_runtime()?.open_store(config).await?;
+    let store = fresh_runtime()?.open_store(config.clone()).await?;
     let (mut intact, mut reported) = (Vec::new(), Vec::new());
     for (id, original) in &originals {
         match all(&store, id).await {
@@ -211,17 +211,29 @@ async fn a_corrupted_sqlite_page_is_reported_and_intact_data_still_loads() -> an
     ensure!(reported.iter().any(|r| r.starts_with("c15:")), "the damaged conversation c15 was not reported");
     ensure!(!intact.is_empty(), "nothing intact survived one corrupted page");
     // Ranges that start in c15's intact rows: SQLite's scan of them can stop at
-    // the damaged page without noticing it (the adapter's own statement for
-    // `after(5)` does), so the host checks each page against the conversation's
-    // newest seq (the load plan's last column). A damaged history fails; it never
-    // comes back cut short.
+    // the damaged page without noticing it (a plain rowid range scan for
+    // `after(5)` does), so each page is checked against the conversation's newest
+    // seq: by the host on the load plan's rows, and by the adapter itself when
+    // plans are off. A damaged history fails; it never comes back cut short.
+    ranges_fail_naming_the_damage(&store, "load plans on").await?;
+    store.close().await;
+    drop(store);
+    let mut plans_off = config;
+    plans_off.limits.load_plans = false;
+    let store = fresh_runtime()?.open_store(plans_off).await?;
+    ranges_fail_naming_the_damage(&store, "load plans off").await?;
+    ensure!(store.stats().planned_loads == 0, "{:?}", store.stats());
+    Ok(())
+}
+
+async fn ranges_fail_naming_the_damage(store: &Store, how: &str) -> anyhow::Result<()> {
     for request in [LoadRequest::after(5, 1000), LoadRequest::after(0, 12), LoadRequest::latest(1000)] {
         match store.load(&scope(), "c15", request.clone()).await {
             Err(error) if names_sqlite_damage(&error, "c15") => {}
-            Err(error) => bail!("c15, {request:?}: the failure does not name the damage: {error}"),
+            Err(error) => bail!("{how}: c15, {request:?}: the failure does not name the damage: {error}"),
             Ok(page) => {
                 let seqs: Vec<u64> = page.messages.iter().map(|m| m.seq).collect();
-                bail!("c15, {request:?}: damaged data was returned as if intact: seqs {seqs:?}")
+                bail!("{how}: c15, {request:?}: damaged data was returned as if intact: seqs {seqs:?}")
             }
         }
     }

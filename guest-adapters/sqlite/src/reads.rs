@@ -29,6 +29,11 @@ pub fn load(
     limit: u32,
 ) -> Result<Vec<StoredMessage>, Error> {
     db.read(|| {
+        if db.dialect() == Dialect::Sqlite
+            && let Some(whole) = load_checked(db, &scope, &conversation_id, range, limit)?
+        {
+            return Ok(whole);
+        }
         let key = find(db, &scope, &conversation_id, false)?.ok_or(Error::NotFound)?;
         let t = dialect::text(db.dialect());
         let (cid, limit) = (int(key.cid), int(i64::from(limit)));
@@ -46,6 +51,60 @@ pub fn load(
         }
         Ok(messages)
     })
+}
+
+/// A SQLite load in one statement, the load plan's (the host runs the same
+/// statements), checked against the conversation's newest seq: SQLite's range
+/// scan can stop at a damaged page without reporting it, and a history cut short
+/// must fail, not come back shorter. `None` when no row came back: the caller
+/// tells an empty conversation from a missing one.
+fn load_checked(
+    db: &Db,
+    scope: &Scope,
+    conversation_id: &str,
+    range: MessageRange,
+    limit: u32,
+) -> Res<Option<Vec<StoredMessage>>> {
+    let mut params = vec![text(&scope.tenant), text(&scope.user), text(conversation_id)];
+    let bound = |seq: u64| int(seq.min(SEQ_LIMIT) as i64);
+    let (sql, newest_first) = match range {
+        MessageRange::Latest => (dialect::PLAN_LATEST, true),
+        MessageRange::After(seq) => {
+            params.push(bound(seq));
+            (dialect::PLAN_AFTER, false)
+        }
+        MessageRange::Before(seq) => {
+            params.push(bound(seq));
+            (dialect::PLAN_BEFORE, true)
+        }
+    };
+    params.push(int(i64::from(limit)));
+    let mut rows = db.query("loading messages", sql, &params)?;
+    let Some(newest) = rows.first_mut().map(|row| row.uint(6)).transpose()? else { return Ok(None) };
+    let mut messages = rows.iter_mut().map(stored_message).collect::<Res<Vec<_>>>()?;
+    if newest_first {
+        messages.reverse();
+    }
+    let (first, last) = (messages.first().map_or(0, |m| m.seq), messages.last().map_or(0, |m| m.seq));
+    let (from, to) = expected_seqs(range, u64::from(limit), newest);
+    if (first, last) != (from, to) || messages.len() as u64 != to - from + 1 {
+        return Err(storage(format!(
+            "loading messages: seqs {first} to {last} came back where the conversation, whose newest seq is \
+             {newest}, holds {from} to {to}: the database is corrupt"
+        )));
+    }
+    Ok(Some(messages))
+}
+
+/// The first and last seq a page of `range` and `limit` holds in a conversation
+/// of seqs 1 to `newest` (not empty).
+fn expected_seqs(range: MessageRange, limit: u64, newest: u64) -> (u64, u64) {
+    let back = |to: u64| (to.saturating_sub(limit.saturating_sub(1)).max(1), to);
+    match range {
+        MessageRange::Latest => back(newest),
+        MessageRange::After(after) => (after.saturating_add(1), newest.min(after.saturating_add(limit))),
+        MessageRange::Before(before) => back(newest.min(before.saturating_sub(1))),
+    }
 }
 
 /// The load plan for `asked`: [`load`]'s reads as single statements the host

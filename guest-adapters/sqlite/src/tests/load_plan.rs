@@ -1,6 +1,7 @@
 //! The load plan (`stowage:reads/load-plan`): the statements the host runs in
-//! place of `load` return exactly what `load` returns, and nothing of another
-//! conversation or scope.
+//! place of `load`, bound and ordered as the host does, return exactly what
+//! `load` returns (which runs them itself on SQLite, checked against the newest
+//! seq), and nothing of another conversation or scope.
 
 use super::{Fixture, batch, scope};
 use crate::conversations as conv;
