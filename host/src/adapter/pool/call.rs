@@ -82,7 +82,11 @@ impl InstancePool {
         instance.store.data_mut().log.reset();
         instance.store.set_epoch_deadline(self.settings.deadline_ticks);
         let outcome = call(&mut instance);
-        counters.planned_loads.fetch_add(std::mem::take(&mut instance.planned_loads), Ordering::Relaxed);
+        // Only a load that ran the plan touches the shared counter: every other
+        // call (every append) skips the atomic add.
+        if instance.planned_loads > 0 {
+            counters.planned_loads.fetch_add(std::mem::take(&mut instance.planned_loads), Ordering::Relaxed);
+        }
         let sql = &mut instance.store.data_mut().sql;
         let commit = sql.take_ticket();
         match outcome {
