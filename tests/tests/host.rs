@@ -276,15 +276,18 @@ fn file_len(path: &Path) -> u64 {
 async fn a_sqlite_store_closed_while_its_wal_is_written_ahead_leaves_no_wal() -> anyhow::Result<()> {
     // The host writes the WAL ahead (zeros, on a connection of its own) from
     // the commit that leaves 256 frames in it. Closing right after that commit
-    // must still checkpoint the WAL and delete it, at either sync setting.
+    // must still checkpoint the WAL and delete it, at either sync setting, and
+    // with a writer alone's flushes on the store's flusher thread.
     let dir = tempfile::tempdir()?;
     let runtime = shared_runtime()?;
     let scope = Scope::new("t", "u");
     let body = "x".repeat(3000);
-    for (round, sync) in [stowage::SqlSync::Normal, stowage::SqlSync::Full].into_iter().cycle().take(4).enumerate() {
+    let settings = [(stowage::SqlSync::Normal, 0), (stowage::SqlSync::Full, 0), (stowage::SqlSync::Full, 400)];
+    for (round, (sync, spin)) in settings.into_iter().cycle().take(6).enumerate() {
         let data = dir.path().join(format!("data-{round}"));
         let mut config = StoreConfig::builtin(Builtin::Sqlite, &data);
         config.sql_sync = sync;
+        config.limits.flush_spin_us = spin;
         let store = runtime.open_store(config).await?;
         let db = stowage::sql_database_path(&data);
         let wal = db.with_file_name(format!("{}-wal", db.file_name().and_then(|n| n.to_str()).unwrap_or_default()));

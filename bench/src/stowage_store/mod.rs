@@ -26,7 +26,8 @@ use stowage::{ConversationMeta, Grants, LoadRequest, Message as Stored, NewMessa
 use stowage::{KeySource, SqlTarget, Store, StoreConfig};
 
 pub use self::row::{
-    ADAPTER_PREFIX, AdapterChoice, BUILTIN_ROWS, NO_MEMO_ROW, NO_PLAN_ROW, POSTGRES_ROW, StowageRow, store_error,
+    ADAPTER_PREFIX, AdapterChoice, BUILTIN_ROWS, NO_MEMO_ROW, NO_PLAN_ROW, POSTGRES_ROW, SPIN_ROW, StowageRow,
+    store_error,
 };
 use crate::error::Result;
 use crate::pg::{PgSchema, base_url, describe_server};
@@ -106,6 +107,9 @@ impl StowageKind {
             config.limits.verified_cache_bytes = 0;
         }
         config.limits.load_plans = self.row.plan;
+        if self.row.spin {
+            config.limits.flush_spin_us = 400;
+        }
         if let OpenFor::Concurrent { agents } = purpose {
             let agents = u32::try_from(agents).unwrap_or(u32::MAX);
             config.limits.instances = agents.clamp(1, self.e_instances);

@@ -9,6 +9,8 @@
 //!   so every load checks every record (what the memo of checked messages saves).
 //! - `stowage-sqlite-full-no-plan` (opt-in): FULL with `Limits::load_plans = false`,
 //!   so every load calls into the adapter (what running its load plan on the host saves).
+//! - `stowage-sqlite-full-spin` (opt-in): FULL with `Limits::flush_spin_us = 400`,
+//!   so a writer alone spins for its flush on the store's flusher thread.
 //! - `stowage-filesystem`: the filesystem adapter (it `sync_data`s every appended frame).
 //! - `stowage-null`: the null adapter (keeps nothing: read-back checks are skipped).
 //! - `stowage-sqlite-pg` (opt-in, not a default row): the SQL adapter on the PostgreSQL
@@ -40,6 +42,9 @@ pub const NO_MEMO_ROW: &str = "stowage-sqlite-full-no-memo";
 /// The SQLite adapter at FULL with every load a call into it, its load plan
 /// unused (opt-in).
 pub const NO_PLAN_ROW: &str = "stowage-sqlite-full-no-plan";
+/// The SQLite adapter at FULL with a writer alone spinning for its flush on
+/// the store's flusher thread (opt-in).
+pub const SPIN_ROW: &str = "stowage-sqlite-full-spin";
 
 /// Prefix of third-party adapter rows.
 pub const ADAPTER_PREFIX: &str = "adapter:";
@@ -69,6 +74,8 @@ pub struct StowageRow {
     pub memo: bool,
     /// Loads run the adapter's load plan on the host (`Limits::load_plans`).
     pub plan: bool,
+    /// A writer alone spins for its flush on the flusher thread (`Limits::flush_spin_us`).
+    pub spin: bool,
 }
 
 impl StowageRow {
@@ -76,7 +83,16 @@ impl StowageRow {
     pub fn parse(id: &str) -> Result<Option<Self>> {
         let full = SqlSync::Full;
         let row = |adapter, sync, integrity| {
-            Some(Self { id: id.to_string(), adapter, sync, integrity, postgres: false, memo: true, plan: true })
+            Some(Self {
+                id: id.to_string(),
+                adapter,
+                sync,
+                integrity,
+                postgres: false,
+                memo: true,
+                plan: true,
+                spin: false,
+            })
         };
         let sqlite = AdapterChoice::Builtin(Builtin::Sqlite);
         let default = Integrity::default();
@@ -95,14 +111,16 @@ impl StowageRow {
                 postgres: true,
                 memo: true,
                 plan: true,
+                spin: false,
             }),
             NO_MEMO_ROW => row(sqlite, full, default).map(|r| Self { memo: false, ..r }),
             NO_PLAN_ROW => row(sqlite, full, default).map(|r| Self { plan: false, ..r }),
+            SPIN_ROW => row(sqlite, full, default).map(|r| Self { spin: true, ..r }),
             other => match other.strip_prefix(ADAPTER_PREFIX) {
                 Some(rest) => row(parse_file(rest)?, full, default),
                 None if other.starts_with("stowage-") => {
                     return Err(BenchError::Config(format!(
-                        "unknown Stowage row `{other}`; rows: {}, {POSTGRES_ROW}, {NO_MEMO_ROW}, {NO_PLAN_ROW}, {ADAPTER_PREFIX}PATH[:GRANT,…]",
+                        "unknown Stowage row `{other}`; rows: {}, {POSTGRES_ROW}, {NO_MEMO_ROW}, {NO_PLAN_ROW}, {SPIN_ROW}, {ADAPTER_PREFIX}PATH[:GRANT,…]",
                         BUILTIN_ROWS.join(", ")
                     )));
                 }
@@ -140,6 +158,7 @@ impl StowageRow {
             (true, false) if self.postgres => " on PostgreSQL",
             (true, false) if !self.memo => ", no memo",
             (true, false) if !self.plan => ", no plan",
+            (true, false) if self.spin => ", flush spin",
             (true, false) => "",
         };
         match &self.adapter {

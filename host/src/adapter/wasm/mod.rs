@@ -77,12 +77,14 @@ pub struct WasmBackend {
 
 /// The SQLite database at `path` (a data directory's), under a store's limits.
 pub fn local_database(path: std::path::PathBuf, limits: &Limits, sync: SqlSync) -> SqlDatabase {
-    SqlDatabase::sqlite(
+    let db = SqlDatabase::sqlite(
         path,
         limits.max_sql_result_bytes,
         std::time::Duration::from_millis(limits.sql_busy_timeout_ms),
         sync,
-    )
+    );
+    db.durability().set_flush_spin(std::time::Duration::from_micros(limits.flush_spin_us));
+    db
 }
 
 impl WasmBackend {

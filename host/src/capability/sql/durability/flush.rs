@@ -45,14 +45,25 @@ impl Durability {
     /// hang on frames off the disk. The store reports every later commit as not
     /// durable. Opening it again in the same boot does not recover what the
     /// failed flush lost (its pages are read from the page cache).
-    fn flush_data(&self, file: &File) -> Result<(), SqlErrorKind> {
+    /// With `handoff`, on the flusher thread when there is one (see `handoff`).
+    fn flush_data(&self, file: &Arc<File>, handoff: bool) -> Result<(), SqlErrorKind> {
         #[cfg(test)]
         let injected = self.fail_next_flush.swap(false, Ordering::AcqRel);
         #[cfg(not(test))]
         let injected = false;
         #[cfg(test)]
         self.held();
-        let flushed = if injected { Err(std::io::Error::other("injected flush failure")) } else { file.sync_data() };
+        let flushed = if injected {
+            Err(std::io::Error::other("injected flush failure"))
+        } else if handoff && self.handoff.ready() {
+            self.handoff.sync_data(file)
+        } else {
+            let flushed = file.sync_data();
+            if handoff {
+                self.handoff.prime();
+            }
+            flushed
+        };
         flushed.map_err(|e| {
             tracing::error!(wal = %self.wal.display(), error = %e, "flushing the WAL failed; no later commit will be acknowledged as durable");
             self.refuse_flushes();
@@ -69,8 +80,9 @@ impl Durability {
         }
     }
 
-    /// Flushes the WAL (and, the first time, its directory entry).
-    pub(super) fn flush_wal(&self) -> Result<(), SqlErrorKind> {
+    /// Flushes the WAL (and, the first time, its directory entry); `handoff`:
+    /// a writer alone asks, see [`Self::flush_data`].
+    pub(super) fn flush_wal(&self, handoff: bool) -> Result<(), SqlErrorKind> {
         if self.refused.load(Ordering::Acquire) {
             return Err(SqlErrorKind::Io(format!(
                 "flushing {}: an earlier write or flush of this WAL failed, so its frames may not all be on disk",
@@ -102,7 +114,7 @@ impl Durability {
             }
         };
         let Some(opened) = opened else {
-            return self.flush_data(&file);
+            return self.flush_data(&file, handoff);
         };
         // A WAL this flush is the first to see: its directory entry is flushed
         // too, beside its data (two flushes at once, not one after the other),
@@ -113,11 +125,11 @@ impl Durability {
         let (data, entry) = std::thread::scope(|scope| {
             match std::thread::Builder::new().spawn_scoped(scope, flush_dir) {
                 Ok(entry) => {
-                    let data = self.flush_data(&file);
+                    let data = self.flush_data(&file, false);
                     (data, entry.join().unwrap_or_else(|_| Err(std::io::Error::other("the flush panicked"))))
                 }
                 // No thread to spare: one after the other.
-                Err(_) => (self.flush_data(&file), flush_dir()),
+                Err(_) => (self.flush_data(&file, false), flush_dir()),
             }
         });
         data?;

@@ -38,6 +38,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use self::flush::Leading;
+use self::handoff::Handoff;
 use super::checkpoint::{self, CHECKPOINT_FRAMES, ClearOnDrop};
 use super::gate::WriteGate;
 use super::identity::Identity;
@@ -88,6 +89,9 @@ pub struct Durability {
     /// This host's writers, held off while a checkpoint catches up (`None`: none to hold).
     writers: Option<Arc<WriteGate>>,
     busy_timeout: Duration,
+    /// A lone writer's flush on a flusher thread, waited for by spinning (off
+    /// until [`Self::set_flush_spin`]).
+    handoff: Handoff,
     /// Set by [`Self::refuse_flushes`], and by a failed flush of the database
     /// after a checkpoint or of the WAL after a prefill; shared with the
     /// connections, which then close without checkpointing.
@@ -110,14 +114,17 @@ impl Durability {
         wal.push("-wal");
         let wal = PathBuf::from(wal);
         let refused = Arc::new(AtomicBool::new(false));
+        let prefiller = Arc::new(Prefiller::new(db, &wal, flush, writers.clone(), busy_timeout, Arc::clone(&refused)));
+        let checkpointing = Arc::new(AtomicBool::new(false));
         Self {
             db: db.to_path_buf(),
-            prefiller: Arc::new(Prefiller::new(db, &wal, flush, writers.clone(), busy_timeout, Arc::clone(&refused))),
+            handoff: Handoff::new(Duration::ZERO, [prefiller.running_flag(), Arc::clone(&checkpointing)]),
+            prefiller,
             wal,
             flush,
             state: Mutex::new(State::default()),
             durable: watch::channel(0).0,
-            checkpointing: Arc::new(AtomicBool::new(false)),
+            checkpointing,
             wal_frames: Arc::new(AtomicU64::new(0)),
             wal_commits: Arc::new(AtomicU64::new(0)),
             writers,
@@ -128,6 +135,13 @@ impl Durability {
             #[cfg(test)]
             hold_flushes: Mutex::new(None),
         }
+    }
+
+    /// How long a lone writer spins for its flush on the flusher thread, and the
+    /// flusher for the next one (`Limits::flush_spin_us`; zero: the writer
+    /// flushes on its own thread). See `handoff`.
+    pub fn set_flush_spin(&self, spin: Duration) {
+        self.handoff.set_spin(spin);
     }
 
     /// Where connections report the WAL's length after each commit.
@@ -221,7 +235,7 @@ impl Durability {
     /// entry with it, so the first commit's flush is of its data alone. No
     /// ticket becomes durable by it.
     pub fn started(&self) -> Result<(), SqlErrorKind> {
-        if self.flush { self.flush_wal() } else { Ok(()) }
+        if self.flush { self.flush_wal(false) } else { Ok(()) }
     }
 
     /// After a failed write or flush that may have left the WAL's first frame
@@ -267,13 +281,13 @@ impl Durability {
             // caller's commit is not known durable.
             if inline {
                 let leading = Leading::new(&**self);
-                tokio::task::block_in_place(|| self.led(leading, target, self.flush_wal()))?;
+                tokio::task::block_in_place(|| self.led(leading, target, self.flush_wal(false)))?;
             } else {
                 // The flush owns the lead: should this future be dropped, the
                 // lead passes on only once the flush is over (a second flush
                 // beside it could succeed before this one's failure refuses).
                 let (leading, me) = (Leading::new(Arc::clone(self)), Arc::clone(self));
-                tokio::task::spawn_blocking(move || me.led(leading, target, me.flush_wal()))
+                tokio::task::spawn_blocking(move || me.led(leading, target, me.flush_wal(false)))
                     .await
                     .map_err(|e| SqlErrorKind::Io(format!("the flush task failed: {e}")))??;
             }
@@ -289,16 +303,19 @@ impl Durability {
         if *self.durable.borrow() >= ticket {
             return Some(Ok(()));
         }
-        let target = {
+        let (target, alone) = {
             let mut state = self.state();
             if state.syncing || state.committed < ticket {
                 return None;
             }
             state.syncing = true;
-            state.committed
+            // No commit came after this one's: a writer alone, whose flush may
+            // be handed off unless a checkpoint or prefill needs a core (see
+            // `handoff`).
+            (state.committed, state.reserved == state.committed && !self.handoff.background())
         };
         let leading = Leading::new(self);
-        Some(self.led(leading, target, self.flush_wal()))
+        Some(self.led(leading, target, self.flush_wal(alone)))
     }
 
     /// Ends a lead: publishes `target` as durable if the flush worked.
@@ -372,6 +389,8 @@ impl Durability {
     }
 }
 
+mod cpus;
 mod flush;
+mod handoff;
 #[cfg(test)]
 mod tests;

@@ -79,6 +79,53 @@ async fn a_failed_flush_refuses_every_later_one() -> Result<(), Box<dyn std::err
     Ok(())
 }
 
+/// A writer alone has its flush handed to the flusher thread; one with another
+/// commit under way, or beside a checkpoint, flushes on its own thread, and a
+/// refused store refuses either way.
+#[test]
+fn only_a_writer_alone_hands_its_flush_off() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let (_db, conn, durability) = wal_database(&dir)?;
+    // Long enough that the flusher never sleeps between these flushes.
+    durability.set_flush_spin(Duration::from_secs(30));
+    let first = commit(&durability).ok_or("full sync hands out tickets")?;
+    // The WAL's first flush (with its directory's) stays on this thread.
+    durability.durable_here(first).ok_or("nobody else flushes")?.map_err(|e| format!("{e:?}"))?;
+    assert_eq!(durability.handoff.flushes(), 0);
+    // A flush goes to the flusher once it spins on another CPU than this
+    // thread's (a flush on this thread wakes it; the scheduler moves it).
+    for _ in 0..200 {
+        conn.execute_batch("INSERT INTO t VALUES (1)")?;
+        let ticket = commit(&durability).ok_or("full sync hands out tickets")?;
+        durability.durable_here(ticket).ok_or("nobody else flushes")?.map_err(|e| format!("{e:?}"))?;
+        assert!(*durability.durable.borrow() >= ticket);
+        if durability.handoff.flushes() >= 3 {
+            break;
+        }
+    }
+    assert!(durability.handoff.flushes() >= 3, "a writer alone hands its flush off");
+    let handed = durability.handoff.flushes();
+    conn.execute_batch("INSERT INTO t VALUES (2)")?;
+    let ticket = commit(&durability).ok_or("full sync hands out tickets")?;
+    let under_way = durability.reserve();
+    durability.durable_here(ticket).ok_or("nobody else flushes")?.map_err(|e| format!("{e:?}"))?;
+    assert_eq!(durability.handoff.flushes(), handed, "another commit under way: flushed here");
+    assert_eq!(durability.committed(under_way), None, "it wrote nothing");
+    // A checkpoint's thread needs a core: no handoff while it runs.
+    durability.checkpointing.store(true, Ordering::Release);
+    conn.execute_batch("INSERT INTO t VALUES (2)")?;
+    let ticket = commit(&durability).ok_or("full sync hands out tickets")?;
+    durability.durable_here(ticket).ok_or("nobody else flushes")?.map_err(|e| format!("{e:?}"))?;
+    assert_eq!(durability.handoff.flushes(), handed, "a checkpoint runs: flushed here");
+    durability.checkpointing.store(false, Ordering::Release);
+    durability.refuse_flushes();
+    conn.execute_batch("INSERT INTO t VALUES (3)")?;
+    let ticket = commit(&durability).ok_or("full sync hands out tickets")?;
+    let refused = durability.durable_here(ticket).ok_or("nobody else flushes")?;
+    assert!(matches!(refused, Err(SqlErrorKind::Io(_))), "{refused:?}");
+    Ok(())
+}
+
 /// When every connection closes, SQLite checkpoints the WAL and deletes it; the
 /// next connection makes a new file. A flush must reach that file, not the
 /// deleted one the handle still points at.
@@ -89,23 +136,27 @@ fn a_flush_follows_the_wal_file_sqlite_uses_now() -> Result<(), Box<dyn std::err
     let db = dir.path().join("t.db");
     let wal = dir.path().join("t.db-wal");
     let durability = Durability::new(&db, true, None, Duration::from_secs(1));
+    durability.set_flush_spin(Duration::from_micros(100));
     let conn = rusqlite::Connection::open(&db)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1)")?;
-    durability.flush_wal().map_err(|e| format!("{e:?}"))?;
+    durability.flush_wal(true).map_err(|e| format!("{e:?}"))?;
     let first = durability.state().wal.as_ref().ok_or("the WAL is held")?.0.metadata()?.ino();
     drop(conn);
     assert!(!wal.exists(), "the last connection to close removes the WAL");
     let conn = rusqlite::Connection::open(&db)?;
     conn.execute_batch("INSERT INTO t VALUES (2)")?;
-    durability.flush_wal().map_err(|e| format!("{e:?}"))?;
+    durability.flush_wal(true).map_err(|e| format!("{e:?}"))?;
     let held = durability.state().wal.as_ref().ok_or("the new WAL is held")?.0.metadata()?.ino();
     assert_eq!(held, std::fs::metadata(&wal)?.ino(), "the flush went to the WAL on disk");
+    // A WAL seen before may be flushed on the flusher thread (a writer alone).
+    conn.execute_batch("INSERT INTO t VALUES (3)")?;
+    durability.flush_wal(true).map_err(|e| format!("{e:?}"))?;
     // The old handle kept the deleted file's inode allocated, so a new WAL has another.
     assert_ne!(first, held, "a new WAL file, not the deleted one");
     // With no WAL at all, everything was checkpointed (and synced) on close.
     drop(conn);
-    durability.flush_wal().map_err(|e| format!("{e:?}"))?;
+    durability.flush_wal(true).map_err(|e| format!("{e:?}"))?;
     Ok(())
 }
 

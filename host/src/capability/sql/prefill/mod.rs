@@ -122,6 +122,11 @@ impl Prefiller {
         }
     }
 
+    /// Set while a prefill is under way.
+    pub fn running_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.running)
+    }
+
     /// A prefill is under way.
     pub fn running(&self) -> bool {
         self.running.load(Ordering::Acquire)
