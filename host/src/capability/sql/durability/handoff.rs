@@ -10,7 +10,10 @@
 //! which takes the next flush while it spins for a short while after the last
 //! one, and the caller spins until the flush is done: both stay on their cores,
 //! hot, and neither waits to be woken. Each side spins at most
-//! `Limits::flush_spin_us`, then sleeps (a slow disk, an idle store).
+//! `Limits::flush_spin_us`, then sleeps (a slow disk, an idle store). Off by
+//! default (0): measured, it helped single appends (1.16× → 1.10× native) but
+//! not 4-message turns, and it fattened both tails (BENCHMARKS.md, thirteenth
+//! sitting); with it off, it costs a flush a few atomic loads.
 //!
 //! Only for a writer alone: a flush that other commits wait on, or while others
 //! queue, is led on the caller's thread as before, since spinning would take a
