@@ -12,7 +12,9 @@
 //!   made whole under a temporary name, in WAL mode); `durability` (group
 //!   commit), `checkpoint` and `prefill` (WAL space written ahead, so commits
 //!   overwrite it instead of growing the file): a SQLite file's flushes and WAL
-//!   upkeep; `wal_writes` (a VFS shim): a commit's WAL frames in one write; `identity`:
+//!   upkeep; `wal_writes` (a VFS shim): a commit's WAL frames in one write;
+//!   `page_cache`: SQLite's page cache, wrapped so a commit skips truncations
+//!   that would drop nothing; `identity`:
 //!   which file the WAL path names, asked without reading its timestamps.
 //! - `postgres`: a PostgreSQL server (`sql = { url = … }`): a pool per store,
 //!   connections pinned for a transaction.
@@ -34,6 +36,7 @@ mod fresh;
 mod gate;
 mod host;
 mod identity;
+mod page_cache;
 mod postgres;
 mod prefill;
 mod session;
@@ -164,6 +167,7 @@ impl std::fmt::Debug for SqlDatabase {
 impl SqlDatabase {
     /// A SQLite database at `path` (created on first use).
     pub fn sqlite(path: PathBuf, max_result_bytes: u64, busy_timeout: Duration, sync: SqlSync) -> Self {
+        page_cache::install();
         let writers = Arc::new(WriteGate::default());
         let durability =
             Arc::new(Durability::new(&path, sync == SqlSync::Full, Some(Arc::clone(&writers)), busy_timeout));

@@ -87,6 +87,7 @@ pub fn open(
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    super::page_cache::install();
     let mut conn = match super::wal_writes::vfs() {
         Some(vfs) => rusqlite::Connection::open_with_flags_and_vfs(path, flags, vfs),
         None => rusqlite::Connection::open_with_flags(path, flags),
