@@ -13,8 +13,8 @@ use crate::native_pg::NativePgKind;
 use crate::phases::{Phases, Scale, run_row};
 use crate::report::RunResult;
 use crate::stowage_store::{
-    ADAPTER_PREFIX, AdapterChoice, BUILTIN_ROWS, NO_MEMO_ROW, NO_PLAN_ROW, POSTGRES_ROW, SPIN_ROW, StowageKind,
-    StowageRow, e_instances_for, runtime_config,
+    ADAPTER_PREFIX, AdapterChoice, BUILTIN_ROWS, NO_APPEND_PLAN_ROW, NO_MEMO_ROW, NO_PLAN_ROW, POSTGRES_ROW, SPIN_ROW,
+    StowageKind, StowageRow, e_instances_for, runtime_config,
 };
 
 /// The native baseline rows.
@@ -43,7 +43,7 @@ impl RowSpec {
         }
         StowageRow::parse(id)?.map(Self::Stowage).ok_or_else(|| {
             BenchError::Config(format!(
-                "unknown row `{id}`; rows: {}, {}, {NO_MEMO_ROW}, {NO_PLAN_ROW}, {SPIN_ROW}, {}, {ADAPTER_PREFIX}PATH[:GRANT,…] (and py:PEER in a suite)",
+                "unknown row `{id}`; rows: {}, {}, {NO_MEMO_ROW}, {NO_PLAN_ROW}, {NO_APPEND_PLAN_ROW}, {SPIN_ROW}, {}, {ADAPTER_PREFIX}PATH[:GRANT,…] (and py:PEER in a suite)",
                 NATIVE_ROWS.join(", "),
                 BUILTIN_ROWS.join(", "),
                 POSTGRES_ROWS.join(", ")

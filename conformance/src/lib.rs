@@ -66,6 +66,8 @@ pub struct Subject {
     /// of that store's own — the same one for the same directory, so a reopened
     /// store sees its data.
     pub sql_url: Option<SqlUrl>,
+    /// The limits its stores open with (the defaults unless [`Subject::with_limits`]).
+    pub limits: Limits,
 }
 
 /// Picks the database server URL of the store in a data directory.
@@ -91,6 +93,7 @@ impl Subject {
             provides,
             setup: None,
             sql_url: None,
+            limits: Limits::default(),
         }
     }
 
@@ -105,12 +108,20 @@ impl Subject {
             provides,
             setup: None,
             sql_url: None,
+            limits: Limits::default(),
         }
     }
 
     /// The same subject, with `setup` run in each case's adapter directory.
     pub fn with_setup(mut self, setup: Setup) -> Self {
         self.setup = Some(setup);
+        self
+    }
+
+    /// The same subject, its stores opened with `limits` (say, with the host's
+    /// plans off, so every call reaches the adapter).
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -170,7 +181,7 @@ impl Ctx {
             std::fs::create_dir_all(&adapter)?;
             setup(&adapter)?;
         }
-        let store = open_store(runtime, subject, &dir.path().join("data"), Limits::default()).await?;
+        let store = open_store(runtime, subject, &dir.path().join("data"), subject.limits.clone()).await?;
         Ok(Self { subject: subject.clone(), store, runtime: runtime.clone(), dir })
     }
 
@@ -186,20 +197,20 @@ impl Ctx {
 
     /// A second store over the same data, on the same runtime.
     pub async fn reopened_store(&self) -> anyhow::Result<Store> {
-        open_store(&self.runtime, &self.subject, &self.data_dir(), Limits::default()).await
+        open_store(&self.runtime, &self.subject, &self.data_dir(), self.subject.limits.clone()).await
     }
 
     /// A brand-new runtime and store over the same data, after closing this
     /// case's store: what a host restart sees.
     pub async fn restarted_store(&self) -> anyhow::Result<Store> {
         self.store.close().await;
-        open_store(&fresh_runtime()?, &self.subject, &self.data_dir(), Limits::default()).await
+        open_store(&fresh_runtime()?, &self.subject, &self.data_dir(), self.subject.limits.clone()).await
     }
 
     /// Another store of the same adapter in a sibling directory.
     pub async fn sibling_store(&self, name: &str) -> anyhow::Result<(Store, PathBuf)> {
         let dir = self.dir.path().join(name);
-        Ok((open_store(&self.runtime, &self.subject, &dir, Limits::default()).await?, dir))
+        Ok((open_store(&self.runtime, &self.subject, &dir, self.subject.limits.clone()).await?, dir))
     }
 }
 

@@ -74,3 +74,6 @@ pub const CONTRACT_VERSION: &str = "0.2.0";
 /// The optional load-plan export (`stowage:reads@0.1.0`) this host runs: an
 /// adapter exporting it has its loads' SELECTs run by the host.
 pub const LOAD_PLAN_EXPORT: &str = wit::reads::LOAD_PLAN;
+/// The optional append-plan export (`stowage:writes@0.1.0`) this host runs: an
+/// adapter exporting it has the INSERTs of its appends run by the host.
+pub const APPEND_PLAN_EXPORT: &str = wit::writes::APPEND_PLAN;

@@ -96,10 +96,16 @@ fn fast_restarts() -> Limits {
     Limits { restart_budget: 1000, restart_backoff_ms: 1, max_restart_backoff_ms: 1, ..Limits::default() }
 }
 
+/// Every append reaches the adapter: the sweeps below walk its own statements
+/// (the host's append plan has its own sweep).
+fn adapter_statements() -> Limits {
+    Limits { append_plans: false, ..fast_restarts() }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_adapter_trapping_mid_batch_leaves_nothing_of_the_batch() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let config = StoreConfig::builtin(Builtin::Sqlite, dir.path()).with_limits(fast_restarts());
+    let config = StoreConfig::builtin(Builtin::Sqlite, dir.path()).with_limits(adapter_statements());
     let store = shared_runtime()?.open_store(config).await?;
     let sweep = sweep_batch_faults(&store, false, SqlFault::Trap, |e| matches!(e, Error::Trap { .. })).await?;
     println!("{sweep:?}");
@@ -112,7 +118,7 @@ async fn an_adapter_trapping_mid_batch_leaves_nothing_of_the_batch() -> anyhow::
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_adapter_timing_out_mid_batch_leaves_nothing_of_the_batch() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let limits = Limits { call_timeout: Duration::from_millis(150), ..fast_restarts() };
+    let limits = Limits { call_timeout: Duration::from_millis(150), ..adapter_statements() };
     let store =
         shared_runtime()?.open_store(StoreConfig::builtin(Builtin::Sqlite, dir.path()).with_limits(limits)).await?;
     let stall = SqlFault::Stall(Duration::from_millis(300));
@@ -129,7 +135,7 @@ async fn an_adapter_timing_out_mid_batch_leaves_nothing_of_the_batch() -> anyhow
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_adapter_timing_out_at_a_one_statement_append_loses_only_the_acknowledgment() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let limits = Limits { call_timeout: Duration::from_millis(150), ..fast_restarts() };
+    let limits = Limits { call_timeout: Duration::from_millis(150), ..adapter_statements() };
     let store =
         shared_runtime()?.open_store(StoreConfig::builtin(Builtin::Sqlite, dir.path()).with_limits(limits)).await?;
     let stall = SqlFault::Stall(Duration::from_millis(300));
@@ -137,6 +143,31 @@ async fn an_adapter_timing_out_at_a_one_statement_append_loses_only_the_acknowle
     println!("{sweep:?}");
     // The statement is its own commit: it lands after the stall, past the deadline.
     ensure!(sweep.before_commit == 0 && sweep.after_commit, "{sweep:?}");
+    Ok(())
+}
+
+/// The same sweep with the host running the SQLite adapter's append plan: a
+/// trap, a stall past the deadline or an I/O error before any of its statements
+/// or its commit leaves nothing of the batch, and none lands after the commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_at_every_statement_of_the_append_plan_leave_nothing_of_the_batch() -> anyhow::Result<()> {
+    let cases: [(SqlFault, fn(&Error) -> bool); 3] = [
+        (SqlFault::Trap, |e| matches!(e, Error::Trap { .. })),
+        (SqlFault::Stall(Duration::from_millis(300)), |e| matches!(e, Error::Timeout { .. })),
+        (SqlFault::Error, |e| matches!(e, Error::Storage(reason) if reason.contains("injected"))),
+    ];
+    for (fault, expect) in cases {
+        let dir = tempfile::tempdir()?;
+        let limits = Limits { call_timeout: Duration::from_millis(150), ..fast_restarts() };
+        let config = StoreConfig::builtin(Builtin::Sqlite, dir.path()).with_limits(limits);
+        let store = shared_runtime()?.open_store(config).await?;
+        let sweep = sweep_batch_faults(&store, false, fault, expect).await?;
+        println!("{fault:?}: {sweep:?}");
+        // Before its first statement, the five after it, and its commit.
+        ensure!(sweep.before_commit == 7 && !sweep.after_commit, "{fault:?}: {sweep:?}");
+        let planned = store.stats().planned_appends;
+        ensure!(planned == 2, "{fault:?}: the setup's append and the last were the plan's, not {planned}");
+    }
     Ok(())
 }
 
@@ -317,8 +348,16 @@ async fn callers_that_give_up_while_queued_leave_the_queue_as_they_found_it() ->
 /// message; and the same call again stores the message exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_append_that_creates_its_conversation_leaves_a_state_a_retry_completes() -> anyhow::Result<()> {
+    for limits in [fast_restarts(), adapter_statements()] {
+        let plans = limits.append_plans;
+        creating_under_faults(limits).await.with_context(|| format!("append plans: {plans}"))?;
+    }
+    Ok(())
+}
+
+async fn creating_under_faults(limits: Limits) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let config = StoreConfig::builtin(Builtin::Sqlite, dir.path()).with_limits(fast_restarts());
+    let config = StoreConfig::builtin(Builtin::Sqlite, dir.path()).with_limits(limits);
     let store = shared_runtime()?.open_store(config).await?;
     let (mut failed, mut created_alone) = (0, 0);
     let scope = scope();

@@ -26,8 +26,8 @@ use stowage::{ConversationMeta, Grants, LoadRequest, Message as Stored, NewMessa
 use stowage::{KeySource, SqlTarget, Store, StoreConfig};
 
 pub use self::row::{
-    ADAPTER_PREFIX, AdapterChoice, BUILTIN_ROWS, NO_MEMO_ROW, NO_PLAN_ROW, POSTGRES_ROW, SPIN_ROW, StowageRow,
-    store_error,
+    ADAPTER_PREFIX, AdapterChoice, BUILTIN_ROWS, NO_APPEND_PLAN_ROW, NO_MEMO_ROW, NO_PLAN_ROW, POSTGRES_ROW, SPIN_ROW,
+    StowageRow, store_error,
 };
 use crate::error::Result;
 use crate::pg::{PgSchema, base_url, describe_server};
@@ -107,6 +107,7 @@ impl StowageKind {
             config.limits.verified_cache_bytes = 0;
         }
         config.limits.load_plans = self.row.plan;
+        config.limits.append_plans = self.row.append_plan;
         if self.row.spin {
             config.limits.flush_spin_us = 400;
         }

@@ -9,6 +9,9 @@
 //!   so every load checks every record (what the memo of checked messages saves).
 //! - `stowage-sqlite-full-no-plan` (opt-in): FULL with `Limits::load_plans = false`,
 //!   so every load calls into the adapter (what running its load plan on the host saves).
+//! - `stowage-sqlite-full-no-append-plan` (opt-in): FULL with `Limits::append_plans =
+//!   false`, so every append calls into the adapter (what running its append plan on
+//!   the host saves).
 //! - `stowage-sqlite-full-spin` (opt-in): FULL with `Limits::flush_spin_us = 400`,
 //!   so a writer alone spins for its flush on the store's flusher thread.
 //! - `stowage-filesystem`: the filesystem adapter (it `sync_data`s every appended frame).
@@ -42,6 +45,9 @@ pub const NO_MEMO_ROW: &str = "stowage-sqlite-full-no-memo";
 /// The SQLite adapter at FULL with every load a call into it, its load plan
 /// unused (opt-in).
 pub const NO_PLAN_ROW: &str = "stowage-sqlite-full-no-plan";
+/// The SQLite adapter at FULL with every append a call into it, its append
+/// plan unused (opt-in).
+pub const NO_APPEND_PLAN_ROW: &str = "stowage-sqlite-full-no-append-plan";
 /// The SQLite adapter at FULL with a writer alone spinning for its flush on
 /// the store's flusher thread (opt-in).
 pub const SPIN_ROW: &str = "stowage-sqlite-full-spin";
@@ -74,6 +80,8 @@ pub struct StowageRow {
     pub memo: bool,
     /// Loads run the adapter's load plan on the host (`Limits::load_plans`).
     pub plan: bool,
+    /// Appends run the adapter's append plan on the host (`Limits::append_plans`).
+    pub append_plan: bool,
     /// A writer alone spins for its flush on the flusher thread (`Limits::flush_spin_us`).
     pub spin: bool,
 }
@@ -91,6 +99,7 @@ impl StowageRow {
                 postgres: false,
                 memo: true,
                 plan: true,
+                append_plan: true,
                 spin: false,
             })
         };
@@ -111,16 +120,18 @@ impl StowageRow {
                 postgres: true,
                 memo: true,
                 plan: true,
+                append_plan: true,
                 spin: false,
             }),
             NO_MEMO_ROW => row(sqlite, full, default).map(|r| Self { memo: false, ..r }),
             NO_PLAN_ROW => row(sqlite, full, default).map(|r| Self { plan: false, ..r }),
+            NO_APPEND_PLAN_ROW => row(sqlite, full, default).map(|r| Self { append_plan: false, ..r }),
             SPIN_ROW => row(sqlite, full, default).map(|r| Self { spin: true, ..r }),
             other => match other.strip_prefix(ADAPTER_PREFIX) {
                 Some(rest) => row(parse_file(rest)?, full, default),
                 None if other.starts_with("stowage-") => {
                     return Err(BenchError::Config(format!(
-                        "unknown Stowage row `{other}`; rows: {}, {POSTGRES_ROW}, {NO_MEMO_ROW}, {NO_PLAN_ROW}, {SPIN_ROW}, {ADAPTER_PREFIX}PATH[:GRANT,…]",
+                        "unknown Stowage row `{other}`; rows: {}, {POSTGRES_ROW}, {NO_MEMO_ROW}, {NO_PLAN_ROW}, {NO_APPEND_PLAN_ROW}, {SPIN_ROW}, {ADAPTER_PREFIX}PATH[:GRANT,…]",
                         BUILTIN_ROWS.join(", ")
                     )));
                 }
@@ -158,6 +169,7 @@ impl StowageRow {
             (true, false) if self.postgres => " on PostgreSQL",
             (true, false) if !self.memo => ", no memo",
             (true, false) if !self.plan => ", no plan",
+            (true, false) if !self.append_plan => ", no append plan",
             (true, false) if self.spin => ", flush spin",
             (true, false) => "",
         };
@@ -263,6 +275,9 @@ mod tests {
         let no_plan = StowageRow::parse(NO_PLAN_ROW).unwrap().unwrap();
         assert!(!no_plan.plan && no_plan.memo && no_plan.integrity.tags && no_plan.sync_label() == "FULL");
         assert_eq!(no_plan.label(), "Stowage sqlite, no plan");
+        let no_append_plan = StowageRow::parse(NO_APPEND_PLAN_ROW).unwrap().unwrap();
+        assert!(!no_append_plan.append_plan && no_append_plan.plan && no_append_plan.sync_label() == "FULL");
+        assert_eq!(no_append_plan.label(), "Stowage sqlite, no append plan");
     }
 
     #[test]

@@ -10,8 +10,12 @@
 //! Layout: [`db`] is the seam to the database; [`batch`] holds the pure write
 //! decisions; [`conversations`] and [`display`] implement the two interfaces;
 //! [`schema`], [`migrate`], [`legacy`] and [`legacy_import`] bring any database
-//! (fresh, or written by the 0.1.0 adapter) to the current schema, once.
+//! (fresh, or written by the 0.1.0 adapter) to the current schema, once. On
+//! SQLite the adapter also names the statements the host may run itself: its
+//! loads' SELECTs ([`reads::plan`], `stowage:reads`) and its appends' INSERTs
+//! ([`append_plan`], `stowage:writes`).
 
+mod append_plan;
 mod batch;
 mod conversations;
 mod db;
@@ -35,10 +39,10 @@ mod tests;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 wit_bindgen::generate!({
-    path: ["../../wit/v0.2.0", "../../wit/reads-v0.1.0"],
-    world: "stowage:reads/sql-adapter",
+    path: ["../../wit/v0.2.0", "../../wit/reads-v0.1.0", "../../wit/writes-v0.1.0"],
+    world: "stowage:writes/sql-adapter",
     additional_derives: [PartialEq],
-    // The contract's interfaces live in the other package: generate them too.
+    // The contract's interfaces live in the other packages: generate them too.
     generate_all,
 });
 
@@ -49,6 +53,9 @@ use exports::stowage::store::conversation_store::{
 };
 use exports::stowage::store::display_store::{
     DisplayPosition, Guest as DisplayStore, InsertOutcome, LocatedDisplayRecord, StoredDisplayRecord,
+};
+use exports::stowage::writes::append_plan::{
+    Dialect as AppendPlanDialect, Guest as AppendPlan, MessageStatements as AppendStatements,
 };
 use stowage::store::types::Error;
 
@@ -180,6 +187,15 @@ impl LoadPlan for SqlAdapter {
     /// loads then call `load`, which reports the failure).
     fn message_plan(dialect: PlanDialect) -> Option<MessageStatements> {
         reads::plan(&database().ok()?, dialect)
+    }
+}
+
+impl AppendPlan for SqlAdapter {
+    /// Asked before the host runs any append itself, so the schema is brought
+    /// current first; a database that cannot be migrated gets no plan (its
+    /// appends then call `append`, which reports the failure).
+    fn message_plan(dialect: AppendPlanDialect) -> Option<AppendStatements> {
+        append_plan::plan(&database().ok()?, dialect)
     }
 }
 

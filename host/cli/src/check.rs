@@ -87,6 +87,12 @@ pub async fn inspect(ctx: &Context, adapter: &str) -> anyhow::Result<ExitCode> {
                 stowage::LOAD_PLAN_EXPORT
             );
         }
+        if description.exports.iter().any(|export| export == stowage::APPEND_PLAN_EXPORT) {
+            println!(
+                "append plan:   {} (on SQLite the host runs its appends' INSERTs itself)",
+                stowage::APPEND_PLAN_EXPORT
+            );
+        }
         let capabilities =
             if description.capabilities.is_empty() { "none".to_owned() } else { description.capabilities.join(", ") };
         println!("capabilities:  {capabilities}");

@@ -184,6 +184,7 @@ fn inspect_and_check_certify_adapters() -> anyhow::Result<()> {
         out.contains("stowage:store@0.2.0")
             && out.contains("capabilities:  sql")
             && out.contains("load plan:     stowage:reads/load-plan@0.1.0")
+            && out.contains("append plan:   stowage:writes/append-plan@0.1.0")
             && out.contains("passed"),
         "{out}"
     );

@@ -12,14 +12,22 @@ use crate::capability::{self, Capability, Grants, ImportNeed};
 use crate::config::AdapterSource;
 use crate::config::Precompiled;
 use crate::error::LoadError;
-use crate::wit::{ContractVersion, reads, v0_1, v0_2};
+use crate::wit::{ContractVersion, reads, v0_1, v0_2, writes};
 
 /// Pre-instantiated bindings, per contract version.
 pub enum Pre {
     V0_1(v0_1::SqlAdapterPre<AdapterState>),
-    /// With the indices of the contract's exports and of the optional load plan
-    /// (`stowage:reads/load-plan`) when the adapter exports one.
-    V0_2(v0_2::SqlAdapterPre<AdapterState>, Option<Box<(v0_2::SqlAdapterIndices, reads::ReaderIndices)>>),
+    /// With the indices of the plans it exports, if any.
+    V0_2(v0_2::SqlAdapterPre<AdapterState>, Option<Box<PlanIndices>>),
+}
+
+/// The indices of a 0.2.0 adapter's exports when it exports a plan beside
+/// them: the optional load plan (`stowage:reads/load-plan`) and append plan
+/// (`stowage:writes/append-plan`), at least one of them.
+pub struct PlanIndices {
+    pub contract: v0_2::SqlAdapterIndices,
+    pub reader: Option<reads::ReaderIndices>,
+    pub writer: Option<writes::WriterIndices>,
 }
 
 /// A compiled, checked and linked adapter, ready to instantiate many times.
@@ -108,9 +116,9 @@ fn check_header(wasm: &[u8], what: &str) -> Result<(), LoadError> {
     }
 }
 
-/// Whether `component` exports the optional load plan (`stowage:reads`).
-fn exports_load_plan(engine: &Engine, component: &Component) -> bool {
-    component.component_type().get_export(engine, reads::LOAD_PLAN).is_some()
+/// Whether `component` exports `export` (an optional plan).
+fn exports(engine: &Engine, component: &Component, export: &str) -> bool {
+    component.component_type().get_export(engine, export).is_some()
 }
 
 /// The contract version whose required exports `component` has (newest first).
@@ -191,13 +199,21 @@ impl Loader {
         let pre = match version {
             ContractVersion::V0_1 => Pre::V0_1(v0_1::SqlAdapterPre::new(instance_pre).map_err(link_error)?),
             ContractVersion::V0_2 => {
-                let plan = if exports_load_plan(&self.engine, &component) {
-                    let indices = v0_2::SqlAdapterIndices::new(&instance_pre).map_err(link_error)?;
-                    let reader = reads::ReaderIndices::new(&instance_pre).map_err(|e| LoadError::Link {
-                        what: what.clone(),
-                        reason: format!("its {} export is not the interface's: {e:#}", reads::LOAD_PLAN),
-                    })?;
-                    Some(Box::new((indices, reader)))
+                let not_the_interface = |export: &str, e: wasmtime::Error| LoadError::Link {
+                    what: what.clone(),
+                    reason: format!("its {export} export is not the interface's: {e:#}"),
+                };
+                let reader = exports(&self.engine, &component, reads::LOAD_PLAN)
+                    .then(|| reads::ReaderIndices::new(&instance_pre))
+                    .transpose()
+                    .map_err(|e| not_the_interface(reads::LOAD_PLAN, e))?;
+                let writer = exports(&self.engine, &component, writes::APPEND_PLAN)
+                    .then(|| writes::WriterIndices::new(&instance_pre))
+                    .transpose()
+                    .map_err(|e| not_the_interface(writes::APPEND_PLAN, e))?;
+                let plan = if reader.is_some() || writer.is_some() {
+                    let contract = v0_2::SqlAdapterIndices::new(&instance_pre).map_err(link_error)?;
+                    Some(Box::new(PlanIndices { contract, reader, writer }))
                 } else {
                     None
                 };

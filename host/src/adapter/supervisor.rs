@@ -34,6 +34,8 @@ pub struct Counters {
     pub grouped: AtomicU64,
     /// Loads the host answered by running the adapter's load plan itself.
     pub planned_loads: AtomicU64,
+    /// Appends the host stored by running the adapter's append plan itself.
+    pub planned_appends: AtomicU64,
 }
 
 impl Counters {
@@ -50,6 +52,7 @@ impl Counters {
             (&self.refused, &other.refused),
             (&self.grouped, &other.grouped),
             (&self.planned_loads, &other.planned_loads),
+            (&self.planned_appends, &other.planned_appends),
         ] {
             into.fetch_add(from.load(Ordering::Relaxed), Ordering::Relaxed);
         }

@@ -55,6 +55,11 @@ pub struct Limits {
     /// load of an adapter that names its SELECTs is answered without a call into
     /// it (the records are checked all the same). `false`: every load is a call.
     pub load_plans: bool,
+    /// Run an adapter's append plan (`stowage:writes/append-plan`) on the host:
+    /// an append that continues the head the instance last saw is stored by the
+    /// INSERTs the adapter names, without a call into it; whenever the plan has
+    /// no answer, the adapter is called. `false`: every append is a call.
+    pub append_plans: bool,
     /// At `sql_sync = "full"` on SQLite: how long, in microseconds, a writer
     /// alone (no other commit under way) spins for its flush, which a flusher
     /// thread of the store runs on another CPU, and how long that thread spins
@@ -88,6 +93,7 @@ impl Default for Limits {
             max_live_tenants: 64,
             verified_cache_bytes: 16 << 20,
             load_plans: true,
+            append_plans: true,
             flush_spin_us: 0,
         }
     }

@@ -37,6 +37,9 @@ pub struct StoreStats {
     /// Loads the host answered by running the adapter's load plan
     /// (`stowage:reads/load-plan`) itself, without calling into the adapter.
     pub planned_loads: u64,
+    /// Appends the host stored by running the adapter's append plan
+    /// (`stowage:writes/append-plan`) itself, without calling into the adapter.
+    pub planned_appends: u64,
 }
 
 /// How the store's adapter is doing.
@@ -110,6 +113,7 @@ impl Store {
             swaps: c.swaps.load(Ordering::Relaxed),
             grouped_calls: c.grouped.load(Ordering::Relaxed),
             planned_loads: c.planned_loads.load(Ordering::Relaxed),
+            planned_appends: c.planned_appends.load(Ordering::Relaxed),
         }
     }
 

@@ -8,6 +8,7 @@
 pub mod reads;
 pub mod v0_1;
 pub mod v0_2;
+pub mod writes;
 
 /// The contract version of an adapter component, read from its exports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -6,6 +6,7 @@
 //! Without a server the PostgreSQL half of each test is skipped and says so on
 //! stderr; with `STOWAGE_TEST_POSTGRES_REQUIRED` set, a missing server fails.
 
+mod append_plan;
 mod concurrency;
 mod display;
 mod fast_append;

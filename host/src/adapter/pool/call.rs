@@ -2,6 +2,7 @@
 //! the call under its deadline, and keeping or discarding the instance after it.
 
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use super::super::supervisor::{Admission, Counters};
 use super::{Instance, InstancePool, PendingSync};
@@ -81,11 +82,15 @@ impl InstancePool {
         };
         instance.store.data_mut().log.reset();
         instance.store.set_epoch_deadline(self.settings.deadline_ticks);
+        instance.deadline = Instant::now() + self.settings.limits.call_timeout;
         let outcome = call(&mut instance);
-        // Only a load that ran the plan touches the shared counter: every other
-        // call (every append) skips the atomic add.
+        // Only a call that ran a plan touches the shared counters: every other
+        // call skips the atomic adds.
         if instance.planned_loads > 0 {
             counters.planned_loads.fetch_add(std::mem::take(&mut instance.planned_loads), Ordering::Relaxed);
+        }
+        if instance.planned_appends > 0 {
+            counters.planned_appends.fetch_add(std::mem::take(&mut instance.planned_appends), Ordering::Relaxed);
         }
         let sql = &mut instance.store.data_mut().sql;
         let commit = sql.take_ticket();

@@ -14,49 +14,36 @@
 mod call;
 mod deferred;
 mod drain;
+mod heads;
+mod instance;
 mod plan;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Trap};
-use wasmtime_wasi::WasiCtx;
 
 pub use self::deferred::deferring;
 use self::drain::Drain;
-pub use self::plan::LoadPlan;
+pub use self::heads::{Head, Heads};
+pub use self::instance::{Bindings, Instance};
+pub use self::plan::{AppendPlan, LoadPlan};
 use super::backlog::{Backlog, Job};
-use super::loader::{AdapterImage, Pre};
-use super::state::{AdapterState, Limiter, MemoryLimitExceeded};
+use super::loader::AdapterImage;
+use super::state::MemoryLimitExceeded;
 use super::supervisor::{Admission, Counters, HealthSnapshot, Supervisor};
-use crate::capability::log::LogSink;
-use crate::capability::sql::{SqlDatabase, SqlSession};
-use crate::capability::{Capability, Grants, filesystem};
+use crate::capability::Grants;
+#[cfg(feature = "fault-injection")]
+use crate::capability::filesystem;
+use crate::capability::sql::SqlDatabase;
 use crate::config::Limits;
-use crate::error::{Error, LoadError};
-use crate::wit::{SqlErrorKind, v0_1, v0_2};
+use crate::error::Error;
+use crate::wit::SqlErrorKind;
 
 /// The SQL database a call wrote to and its write ticket, when the call must
 /// wait for that write to be durable before it returns.
 type PendingSync = Option<(Arc<SqlDatabase>, u64)>;
-/// An instance's exports, per contract version.
-pub enum Bindings {
-    V0_1(v0_1::SqlAdapter),
-    V0_2(v0_2::SqlAdapter),
-}
-
-/// One live adapter instance.
-pub struct Instance {
-    pub store: wasmtime::Store<AdapterState>,
-    pub bindings: Bindings,
-    /// The adapter's load plan, when it exports one.
-    pub plan: LoadPlan,
-    /// Loads answered from the plan since the last call began (added to the
-    /// pool's counters after each call).
-    pub planned_loads: u64,
-}
 
 /// Everything needed to create instances.
 #[derive(Clone)]
@@ -178,49 +165,6 @@ impl InstancePool {
         };
         counters.absorb(&slot);
         *slot = counters;
-    }
-
-    fn instantiate(&self, counters: &Counters) -> Result<Instance, Error> {
-        let settings = &self.settings;
-        let fail = |reason: String| Error::Load(LoadError::Instantiate { what: self.image.what.clone(), reason });
-        let mut wasi = WasiCtx::builder();
-        // Calls already run on a blocking thread: let WASI do file I/O in place.
-        wasi.allow_blocking_current_thread(true);
-        if settings.grants.contains(Capability::Filesystem) {
-            filesystem::preopen(&mut wasi, &settings.adapter_dir)
-                .map_err(|e| fail(format!("preopening {}: {e:#}", settings.adapter_dir.display())))?;
-        }
-        #[cfg(feature = "fault-injection")]
-        let power_loss = filesystem::power_loss::attach(settings.power_loss.as_ref(), &mut wasi, &settings.adapter_dir)
-            .map_err(|e| fail(e.to_string()))?;
-        let state = AdapterState {
-            wasi: wasi.build(),
-            table: ResourceTable::new(),
-            limiter: Limiter { memory_bytes: settings.limits.memory_bytes, table_elements: 100_000 },
-            log: LogSink::new(settings.store_name.clone()),
-            sql: settings.sql.clone().map_or_else(SqlSession::ungranted, SqlSession::new),
-            #[cfg(feature = "fault-injection")]
-            power_loss,
-        };
-        let mut store = wasmtime::Store::new(&self.engine, state);
-        store.limiter(|state| &mut state.limiter);
-        store.set_epoch_deadline(settings.deadline_ticks);
-        store.epoch_deadline_trap();
-        let bindings = match &self.image.pre {
-            Pre::V0_1(pre) => pre.instantiate(&mut store).map(|b| (Bindings::V0_1(b), LoadPlan::None)),
-            Pre::V0_2(pre, plan) => match plan.as_deref() {
-                Some((indices, reader)) if settings.limits.load_plans => {
-                    pre.instance_pre().instantiate(&mut store).and_then(|instance| {
-                        let bindings = indices.load(&mut store, &instance)?;
-                        Ok((Bindings::V0_2(bindings), LoadPlan::Unasked(reader.load(&mut store, &instance)?)))
-                    })
-                }
-                _ => pre.instantiate(&mut store).map(|b| (Bindings::V0_2(b), LoadPlan::None)),
-            },
-        };
-        let (bindings, plan) = bindings.map_err(|err| self.classify(err, "instantiating", counters))?;
-        counters.instantiations.fetch_add(1, Ordering::Relaxed);
-        Ok(Instance { store, bindings, plan, planned_loads: 0 })
     }
 
     /// Turns a wasmtime failure into the public error, counting it.

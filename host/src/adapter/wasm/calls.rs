@@ -5,13 +5,21 @@
 
 use std::future::Future;
 
-use super::plan::{self, Planned};
+use super::plan::{self, Appended, Planned};
 use super::{WasmBackend, v0_1, v0_2};
 use crate::adapter::backend::{ConversationBackend, Features};
-use crate::adapter::pool::{Bindings, Instance};
+use crate::adapter::pool::{Bindings, Head, Instance};
 use crate::adapter::raw::{AppendReply, Range, RawInfo, RawMeta, RawStored, TruncateReply};
 use crate::error::Error;
 use crate::model::Scope;
+
+/// Remembers `info`'s head as the next append's guess, if the append plan may
+/// still run.
+fn saw(i: &mut Instance, scope: &Scope, id: &str, info: &RawInfo) {
+    if i.append_plan.may_run() {
+        i.heads.set(scope, id, Head { version: info.version, last_seq: info.last_seq });
+    }
+}
 
 impl WasmBackend {
     /// Runs `f` on an instance of `tenant`'s pool; `f` returns the contract result.
@@ -39,11 +47,17 @@ impl ConversationBackend for WasmBackend {
         let (scope, id) = (scope.clone(), id.to_owned());
         async move {
             self.call(&scope.tenant.clone(), move |i| match &i.bindings {
-                Bindings::V0_2(b) => Ok(b
-                    .stowage_store_conversation_store()
-                    .call_open(&mut i.store, &v0_2::scope(&scope), &id, &v0_2::meta(meta), now)?
-                    .map(v0_2::info_back)
-                    .map_err(v0_2::error)),
+                Bindings::V0_2(b) => {
+                    let info = b
+                        .stowage_store_conversation_store()
+                        .call_open(&mut i.store, &v0_2::scope(&scope), &id, &v0_2::meta(meta), now)?
+                        .map(v0_2::info_back)
+                        .map_err(v0_2::error);
+                    if let Ok(info) = &info {
+                        saw(i, &scope, &id, info);
+                    }
+                    Ok(info)
+                }
                 Bindings::V0_1(b) => {
                     let meta = match v0_1::meta(&meta) {
                         Ok(meta) => meta,
@@ -63,11 +77,17 @@ impl ConversationBackend for WasmBackend {
         let (scope, id) = (scope.clone(), id.to_owned());
         async move {
             self.call(&scope.tenant.clone(), move |i| match &i.bindings {
-                Bindings::V0_2(b) => Ok(b
-                    .stowage_store_conversation_store()
-                    .call_info(&mut i.store, &v0_2::scope(&scope), &id)?
-                    .map(v0_2::info_back)
-                    .map_err(v0_2::error)),
+                Bindings::V0_2(b) => {
+                    let info = b
+                        .stowage_store_conversation_store()
+                        .call_info(&mut i.store, &v0_2::scope(&scope), &id)?
+                        .map(v0_2::info_back)
+                        .map_err(v0_2::error);
+                    if let Ok(info) = &info {
+                        saw(i, &scope, &id, info);
+                    }
+                    Ok(info)
+                }
                 Bindings::V0_1(b) => Ok(b
                     .stowage_store_conversation_store()
                     .call_info(&mut i.store, &v0_1::scope(&scope), &id)?
@@ -103,25 +123,54 @@ impl ConversationBackend for WasmBackend {
         now: i64,
     ) -> impl Future<Output = Result<AppendReply, Error>> + Send {
         let (scope, id) = (scope.clone(), id.to_owned());
+        let store = self.store_name().to_owned();
         async move {
-            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
-                Bindings::V0_2(b) => {
-                    let seqs: Vec<u64> = messages.iter().map(|m| m.seq).collect();
-                    let wit: Vec<_> = messages.into_iter().map(v0_2::stored).collect();
-                    Ok(b.stowage_store_conversation_store()
-                        .call_append(&mut i.store, &v0_2::scope(&scope), &id, &wit, expected_version, now)?
-                        .map(|o| v0_2::append_back(o, seqs))
-                        .map_err(v0_2::error))
+            self.call(&scope.tenant.clone(), move |i| {
+                let mut messages = messages;
+                // A 0.1.0 instance has no plan (and so no heads): the adapter answers.
+                match plan::append(i, &scope, &id, &mut messages, expected_version, now)? {
+                    Appended::Stored(version) => {
+                        let seqs: Vec<u64> = messages.iter().map(|m| m.seq).collect();
+                        let stored = u32::try_from(seqs.len()).unwrap_or(u32::MAX);
+                        return Ok(Ok(AppendReply::Stored { version, seqs, stored }));
+                    }
+                    Appended::Violation(what) => {
+                        let message = format!("conversation `{id}`: {what}");
+                        return Ok(Err(Error::ContractViolation { store, message }));
+                    }
+                    Appended::Storage(reason) => {
+                        return Ok(Err(Error::Storage(format!("conversation `{id}`: storing the batch: {reason}"))));
+                    }
+                    Appended::AskAdapter => {}
                 }
-                Bindings::V0_1(b) => {
-                    let wit = match v0_1::messages(&messages) {
-                        Ok(wit) => wit,
-                        Err(e) => return Ok(Err(e)),
-                    };
-                    Ok(b.stowage_store_conversation_store()
-                        .call_append(&mut i.store, &v0_1::scope(&scope), &id, &wit, expected_version, now)?
-                        .map(v0_1::append_back)
-                        .map_err(v0_1::error))
+                match &i.bindings {
+                    Bindings::V0_2(b) => {
+                        let seqs: Vec<u64> = messages.iter().map(|m| m.seq).collect();
+                        let wit: Vec<_> = messages.into_iter().map(v0_2::stored).collect();
+                        let reply = b
+                            .stowage_store_conversation_store()
+                            .call_append(&mut i.store, &v0_2::scope(&scope), &id, &wit, expected_version, now)?
+                            .map(|o| v0_2::append_back(o, seqs))
+                            .map_err(v0_2::error);
+                        match &reply {
+                            Ok(AppendReply::Stored { version, seqs, .. }) if i.append_plan.may_run() => {
+                                let last_seq = seqs.iter().copied().max().unwrap_or_default();
+                                i.heads.set(&scope, &id, Head { version: *version, last_seq });
+                            }
+                            _ => i.heads.forget(&scope, &id),
+                        }
+                        Ok(reply)
+                    }
+                    Bindings::V0_1(b) => {
+                        let wit = match v0_1::messages(&messages) {
+                            Ok(wit) => wit,
+                            Err(e) => return Ok(Err(e)),
+                        };
+                        Ok(b.stowage_store_conversation_store()
+                            .call_append(&mut i.store, &v0_1::scope(&scope), &id, &wit, expected_version, now)?
+                            .map(v0_1::append_back)
+                            .map_err(v0_1::error))
+                    }
                 }
             })
             .await
@@ -138,21 +187,25 @@ impl ConversationBackend for WasmBackend {
     ) -> impl Future<Output = Result<u64, Error>> + Send {
         let (scope, id) = (scope.clone(), id.to_owned());
         async move {
-            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
-                Bindings::V0_2(b) => {
-                    let wit: Vec<_> = messages.into_iter().map(v0_2::stored).collect();
-                    Ok(b.stowage_store_conversation_store()
-                        .call_replace(&mut i.store, &v0_2::scope(&scope), &id, &wit, expected_version, now)?
-                        .map_err(v0_2::error))
-                }
-                Bindings::V0_1(b) => {
-                    let wit = match v0_1::messages(&messages) {
-                        Ok(wit) => wit,
-                        Err(e) => return Ok(Err(e)),
-                    };
-                    Ok(b.stowage_store_conversation_store()
-                        .call_replace(&mut i.store, &v0_1::scope(&scope), &id, &wit, expected_version, now)?
-                        .map_err(v0_1::error))
+            self.call(&scope.tenant.clone(), move |i| {
+                // The head changes (or goes): the next append asks the adapter.
+                i.heads.forget(&scope, &id);
+                match &i.bindings {
+                    Bindings::V0_2(b) => {
+                        let wit: Vec<_> = messages.into_iter().map(v0_2::stored).collect();
+                        Ok(b.stowage_store_conversation_store()
+                            .call_replace(&mut i.store, &v0_2::scope(&scope), &id, &wit, expected_version, now)?
+                            .map_err(v0_2::error))
+                    }
+                    Bindings::V0_1(b) => {
+                        let wit = match v0_1::messages(&messages) {
+                            Ok(wit) => wit,
+                            Err(e) => return Ok(Err(e)),
+                        };
+                        Ok(b.stowage_store_conversation_store()
+                            .call_replace(&mut i.store, &v0_1::scope(&scope), &id, &wit, expected_version, now)?
+                            .map_err(v0_1::error))
+                    }
                 }
             })
             .await
@@ -202,17 +255,21 @@ impl ConversationBackend for WasmBackend {
     ) -> impl Future<Output = Result<TruncateReply, Error>> + Send {
         let (scope, id) = (scope.clone(), id.to_owned());
         async move {
-            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
-                Bindings::V0_2(b) => Ok(b
-                    .stowage_store_conversation_store()
-                    .call_truncate_after(&mut i.store, &v0_2::scope(&scope), &id, seq, expected_version, now)?
-                    .map(v0_2::truncate_back)
-                    .map_err(v0_2::error)),
-                Bindings::V0_1(b) => Ok(b
-                    .stowage_store_conversation_store()
-                    .call_truncate_after(&mut i.store, &v0_1::scope(&scope), &id, seq, expected_version, now)?
-                    .map(|o| TruncateReply { removed: o.removed, version: o.version })
-                    .map_err(v0_1::error)),
+            self.call(&scope.tenant.clone(), move |i| {
+                // The head changes (or goes): the next append asks the adapter.
+                i.heads.forget(&scope, &id);
+                match &i.bindings {
+                    Bindings::V0_2(b) => Ok(b
+                        .stowage_store_conversation_store()
+                        .call_truncate_after(&mut i.store, &v0_2::scope(&scope), &id, seq, expected_version, now)?
+                        .map(v0_2::truncate_back)
+                        .map_err(v0_2::error)),
+                    Bindings::V0_1(b) => Ok(b
+                        .stowage_store_conversation_store()
+                        .call_truncate_after(&mut i.store, &v0_1::scope(&scope), &id, seq, expected_version, now)?
+                        .map(|o| TruncateReply { removed: o.removed, version: o.version })
+                        .map_err(v0_1::error)),
+                }
             })
             .await
         }
@@ -221,15 +278,19 @@ impl ConversationBackend for WasmBackend {
     fn delete(&self, scope: &Scope, id: &str) -> impl Future<Output = Result<bool, Error>> + Send {
         let (scope, id) = (scope.clone(), id.to_owned());
         async move {
-            self.call(&scope.tenant.clone(), move |i| match &i.bindings {
-                Bindings::V0_2(b) => Ok(b
-                    .stowage_store_conversation_store()
-                    .call_delete(&mut i.store, &v0_2::scope(&scope), &id)?
-                    .map_err(v0_2::error)),
-                Bindings::V0_1(b) => Ok(b
-                    .stowage_store_conversation_store()
-                    .call_delete(&mut i.store, &v0_1::scope(&scope), &id)?
-                    .map_err(v0_1::error)),
+            self.call(&scope.tenant.clone(), move |i| {
+                // The head changes (or goes): the next append asks the adapter.
+                i.heads.forget(&scope, &id);
+                match &i.bindings {
+                    Bindings::V0_2(b) => Ok(b
+                        .stowage_store_conversation_store()
+                        .call_delete(&mut i.store, &v0_2::scope(&scope), &id)?
+                        .map_err(v0_2::error)),
+                    Bindings::V0_1(b) => Ok(b
+                        .stowage_store_conversation_store()
+                        .call_delete(&mut i.store, &v0_1::scope(&scope), &id)?
+                        .map_err(v0_1::error)),
+                }
             })
             .await
         }

@@ -4,8 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::*;
+use super::load::*;
+use crate::adapter::raw::Range;
 use crate::capability::sql::{SqlDatabase, SqlSync};
+use crate::capability::sql::{SqlSession, Value};
+use crate::model::Scope;
+use crate::wit::reads::load_plan::MessageStatements;
 
 fn session(dir: &tempfile::TempDir) -> Result<SqlSession, String> {
     let db = SqlDatabase::sqlite(dir.path().join("t.db"), 1 << 20, Duration::from_secs(1), SqlSync::Normal);
