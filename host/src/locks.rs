@@ -5,26 +5,24 @@
 //! sweep, so the cost stays amortised O(1) per lock however many conversations
 //! are live.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
 use crate::model::Scope;
-
-type Key = (Scope, String);
+use crate::util::scoped::ScopedMap;
 
 const MIN_SWEEP: usize = 1024;
 
 struct Map {
-    locks: HashMap<Key, Weak<AsyncMutex<()>>>,
+    locks: ScopedMap<Scope, Weak<AsyncMutex<()>>>,
     /// Sweep again once the map holds this many entries.
     sweep_at: usize,
 }
 
 impl Default for Map {
     fn default() -> Self {
-        Self { locks: HashMap::new(), sweep_at: MIN_SWEEP }
+        Self { locks: ScopedMap::default(), sweep_at: MIN_SWEEP }
     }
 }
 
@@ -41,16 +39,15 @@ impl ConversationLocks {
                 Ok(map) => map,
                 Err(poisoned) => poisoned.into_inner(),
             };
-            let key = (scope.clone(), conversation_id.to_owned());
-            match map.locks.get(&key).and_then(Weak::upgrade) {
+            match map.locks.get(scope, conversation_id).and_then(Weak::upgrade) {
                 Some(lock) => lock,
                 None => {
                     if map.locks.len() >= map.sweep_at {
-                        map.locks.retain(|_, weak| weak.strong_count() > 0);
+                        map.locks.retain(|weak| weak.strong_count() > 0);
                         map.sweep_at = (map.locks.len() * 2).max(MIN_SWEEP);
                     }
                     let lock = Arc::new(AsyncMutex::new(()));
-                    map.locks.insert(key, Arc::downgrade(&lock));
+                    map.locks.insert(scope, conversation_id, Arc::downgrade(&lock));
                     lock
                 }
             }

@@ -151,7 +151,8 @@ async fn an_adapter_timing_out_at_a_one_statement_append_loses_only_the_acknowle
 /// or its commit leaves nothing of the batch, and none lands after the commit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_at_every_statement_of_the_append_plan_leave_nothing_of_the_batch() -> anyhow::Result<()> {
-    let cases: [(SqlFault, fn(&Error) -> bool); 3] = [
+    type Expect = fn(&Error) -> bool;
+    let cases: [(SqlFault, Expect); 3] = [
         (SqlFault::Trap, |e| matches!(e, Error::Trap { .. })),
         (SqlFault::Stall(Duration::from_millis(300)), |e| matches!(e, Error::Timeout { .. })),
         (SqlFault::Error, |e| matches!(e, Error::Storage(reason) if reason.contains("injected"))),

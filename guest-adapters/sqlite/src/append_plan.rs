@@ -5,13 +5,14 @@
 //! They store exactly the rows the one-crossing append stores: each message at
 //! `(cid << 32) + seq`, the batch's last one carrying the conversation's new
 //! head ([`crate::head`]). The host knows neither the conversation's key nor
-//! how its head is kept, so each statement finds the conversation by (tenant,
-//! user, id) in scalar subqueries, and its message's id is NULL when there is
-//! no such conversation; the first one's also when the conversation's head,
-//! as [`crate::head::fold`] reads it, is not the host's guess. The NOT NULL
-//! constraint then fails the statement, and the host rolls the batch back and
-//! calls `append`. A stored id fails on the `(conversation, id)` index the
-//! same way.
+//! how its head is kept, so the first statement finds the conversation by
+//! (tenant, user, id) in scalar subqueries, and its message's id is NULL when
+//! there is no such conversation or its head, as [`crate::head::fold`] reads
+//! it, is not the host's guess. The NOT NULL constraint then fails the
+//! statement, and the host rolls the batch back and calls `append`. The
+//! others follow the row the statement before them inserted (the host runs
+//! them right after it, on the same connection): no look-up at all. A stored
+//! id fails on the `(conversation, id)` index.
 //!
 //! Each is a one-row `INSERT … VALUES`: inside a transaction (a commit group,
 //! or the batch's own) SQLite keeps a statement journal for an `INSERT …
@@ -63,14 +64,6 @@ macro_rules! position {
     };
 }
 
-/// The message's id `?5`, NULL when there is no conversation (NOT NULL then
-/// fails the statement).
-macro_rules! id_if_found {
-    () => {
-        concat!("(SELECT ?5", of_the_conversation!(), ")")
-    };
-}
-
 /// The batch's first message, its id NULL unless the conversation's head is
 /// the guess; it carries the new head (`?11`, `?12`) when it is also the last.
 pub const FIRST: &str = concat!(
@@ -84,12 +77,21 @@ pub const FIRST: &str = concat!(
     "), ?6, ?7, ?8, ?9, ?11, ?12)"
 );
 
+/// The row after the batch's previous one (`last_insert_rowid()`: the host
+/// runs each statement of a batch right after the one before it, on the same
+/// connection), its id NULL unless that row is this conversation's seq `?4 - 1`
+/// (never when run on its own: no row inserted yet, or another one).
+macro_rules! next_position_and_id {
+    () => {
+        "last_insert_rowid() + 1, CASE WHEN last_insert_rowid() > 4294967295 \
+         AND (last_insert_rowid() & 4294967295) = ?4 - 1 THEN ?5 END"
+    };
+}
+
 /// A message between the batch's first and last.
 pub const MIDDLE: &str = concat!(
     "INSERT INTO stowage_messages (pos, id, role, created_at, content, tag) VALUES (",
-    position!(),
-    ", ",
-    id_if_found!(),
+    next_position_and_id!(),
     ", ?6, ?7, ?8, ?9)"
 );
 
@@ -97,9 +99,7 @@ pub const MIDDLE: &str = concat!(
 pub const LAST: &str = concat!(
     "INSERT INTO stowage_messages (pos, id, role, created_at, content, tag, head_version, head_updated_at) \
      VALUES (",
-    position!(),
-    ", ",
-    id_if_found!(),
+    next_position_and_id!(),
     ", ?6, ?7, ?8, ?9, ?11, ?12)"
 );
 

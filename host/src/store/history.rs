@@ -135,7 +135,7 @@ impl Store {
                 )));
             }
             let first = last.saturating_add(1);
-            let batch: Vec<Prepared> = pending.iter().map(|&i| prepared[i].clone()).collect();
+            let batch: Vec<&Prepared> = pending.iter().map(|&i| &prepared[i]).collect();
             let now = now_millis();
             let reply = match self.client().append(scope, id, first, &batch, expected_version, now).await {
                 Ok(reply) => reply,

@@ -6,10 +6,10 @@
 //! Wrong entries (another host wrote) are corrected by the adapter's
 //! `out-of-sequence` answer.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::model::Scope;
+use crate::util::scoped::ScopedMap;
 
 const CAPACITY: usize = 16_384;
 
@@ -21,11 +21,11 @@ struct Entry {
 
 #[derive(Default)]
 pub struct SeqCache {
-    map: Mutex<HashMap<(Scope, String), Entry>>,
+    map: Mutex<ScopedMap<Scope, Entry>>,
 }
 
 impl SeqCache {
-    fn with<T>(&self, f: impl FnOnce(&mut HashMap<(Scope, String), Entry>) -> T) -> T {
+    fn with<T>(&self, f: impl FnOnce(&mut ScopedMap<Scope, Entry>) -> T) -> T {
         let mut map = match self.map.lock() {
             Ok(map) => map,
             Err(poisoned) => poisoned.into_inner(),
@@ -35,15 +35,21 @@ impl SeqCache {
 
     fn update(&self, scope: &Scope, id: &str, f: impl FnOnce(&mut Entry)) {
         self.with(|map| {
-            if map.len() >= CAPACITY && !map.contains_key(&(scope.clone(), id.to_owned())) {
+            if let Some(entry) = map.get_mut(scope, id) {
+                f(entry);
+                return;
+            }
+            if map.len() >= CAPACITY {
                 map.clear();
             }
-            f(map.entry((scope.clone(), id.to_owned())).or_default());
+            let mut entry = Entry::default();
+            f(&mut entry);
+            map.insert(scope, id, entry);
         });
     }
 
     pub fn last_seq(&self, scope: &Scope, id: &str) -> Option<u64> {
-        self.with(|map| map.get(&(scope.clone(), id.to_owned())).and_then(|e| e.last_seq))
+        self.with(|map| map.get(scope, id).and_then(|e| e.last_seq))
     }
 
     pub fn set_last_seq(&self, scope: &Scope, id: &str, last: u64) {
@@ -51,7 +57,7 @@ impl SeqCache {
     }
 
     pub fn last_display(&self, scope: &Scope, id: &str) -> Option<u64> {
-        self.with(|map| map.get(&(scope.clone(), id.to_owned())).and_then(|e| e.last_display))
+        self.with(|map| map.get(scope, id).and_then(|e| e.last_display))
     }
 
     pub fn set_last_display(&self, scope: &Scope, id: &str, last: u64) {
@@ -59,10 +65,10 @@ impl SeqCache {
     }
 
     pub fn forget(&self, scope: &Scope, id: &str) {
-        self.with(|map| map.remove(&(scope.clone(), id.to_owned())));
+        self.with(|map| map.remove(scope, id));
     }
 
     pub fn clear(&self) {
-        self.with(HashMap::clear);
+        self.with(ScopedMap::clear);
     }
 }

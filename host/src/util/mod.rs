@@ -5,3 +5,4 @@ pub mod detach;
 pub mod hex;
 pub mod parallel;
 pub mod place;
+pub mod scoped;

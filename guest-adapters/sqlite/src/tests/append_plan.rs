@@ -156,7 +156,7 @@ fn a_wrong_guess_stores_nothing() {
     for (s, id) in [(scope("t", "v"), "c"), (scope("s", "u"), "c"), (scope("t", "u"), "missing")] {
         refused(&format!("{s:?}/{id}, one"), try_one(&*other, &s, id, "x", (2, 3)));
         refused(&format!("{s:?}/{id}, three"), try_three(&*other, &s, id, (2, 3)));
-        // Not even a message after the first, run on its own.
+        // Not a message after the first run on its own either: no row before it.
         let lone = batch(&["x", "y"], 4);
         let plan = append_plan::plan(&db, PlanDialect::Sqlite).expect("a plan");
         for sql in [&plan.middle, &plan.last] {

@@ -12,6 +12,7 @@ mod records;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Borrow;
 use std::sync::Arc;
 
 use self::memo::Memo;
@@ -132,17 +133,21 @@ impl<B: ConversationBackend> Client<B> {
 
     /// Appends `batch` numbered from `first_seq`; the reply is checked but the
     /// retry protocol is the caller's (`store::history`).
-    pub async fn append(
+    /// Appends `batch` (prepared messages, or references to them: a round of
+    /// an append sends the pending ones without copying them) numbered from
+    /// `first_seq`.
+    pub async fn append<P: Borrow<Prepared>>(
         &self,
         scope: &Scope,
         id: &str,
         first_seq: u64,
-        batch: &[Prepared],
+        batch: &[P],
         expected_version: Option<u64>,
         now: i64,
     ) -> Result<AppendReply, Error> {
         let features = self.features();
-        let raw = batch.iter().zip(first_seq..).map(|(p, seq)| self.numbered(features, scope, id, seq, p)).collect();
+        let raw =
+            batch.iter().zip(first_seq..).map(|(p, seq)| self.numbered(features, scope, id, seq, p.borrow())).collect();
         let reply = self.backend.append(scope, id, raw, expected_version, now).await?;
         checks::append(&reply, batch.len(), first_seq, features.host_seqs).map_err(|v| self.violation_in(id, v))?;
         Ok(match reply {

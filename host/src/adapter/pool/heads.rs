@@ -4,12 +4,11 @@
 //! nothing more: the plan's first statement checks the guess in the database,
 //! and a wrong one stores nothing.
 //!
-//! Looked up by conversation id without allocating (the scope is compared
-//! afterwards): an append looks up its conversation's head on every call.
-
-use std::collections::HashMap;
+//! Looked up without allocating ([`ScopedMap`]): an append looks up its
+//! conversation's head on every call.
 
 use crate::model::Scope;
+use crate::util::scoped::ScopedMap;
 
 /// At most this many conversations are remembered; past it the guesses start over.
 pub const MAX_KNOWN: usize = 4096;
@@ -21,39 +20,30 @@ pub struct Head {
     pub last_seq: u64,
 }
 
-/// The heads one instance last saw, by conversation id, then scope.
+/// The heads one instance last saw.
 #[derive(Default)]
 pub struct Heads {
-    by_id: HashMap<String, Vec<(Scope, Head)>>,
-    len: usize,
+    known: ScopedMap<Scope, Head>,
 }
 
 impl Heads {
     pub fn get(&self, scope: &Scope, id: &str) -> Option<Head> {
-        self.by_id.get(id)?.iter().find(|(s, _)| s == scope).map(|(_, head)| *head)
+        self.known.get(scope, id).copied()
     }
 
     pub fn set(&mut self, scope: &Scope, id: &str, head: Head) {
-        if let Some(entry) = self.by_id.get_mut(id).and_then(|known| known.iter_mut().find(|(s, _)| s == scope)) {
-            entry.1 = head;
+        if let Some(known) = self.known.get_mut(scope, id) {
+            *known = head;
             return;
         }
-        if self.len >= MAX_KNOWN {
-            self.by_id.clear();
-            self.len = 0;
+        if self.known.len() >= MAX_KNOWN {
+            self.known.clear();
         }
-        self.by_id.entry(id.to_owned()).or_default().push((scope.clone(), head));
-        self.len += 1;
+        self.known.insert(scope, id, head);
     }
 
     pub fn forget(&mut self, scope: &Scope, id: &str) {
-        let Some(known) = self.by_id.get_mut(id) else { return };
-        let before = known.len();
-        known.retain(|(s, _)| s != scope);
-        self.len -= before - known.len();
-        if known.is_empty() {
-            self.by_id.remove(id);
-        }
+        self.known.remove(scope, id);
     }
 }
 
@@ -79,7 +69,7 @@ mod tests {
         assert_eq!(heads.get(&b, "c"), Some(Head { version: 7, last_seq: 1 }));
         heads.forget(&b, "c");
         heads.forget(&b, "c");
-        assert_eq!(heads.len, 0);
+        assert_eq!(heads.known.len(), 0);
     }
 
     #[test]
@@ -94,6 +84,6 @@ mod tests {
         heads.set(&scope, "new", HEAD);
         assert_eq!(heads.get(&scope, "0"), None);
         assert_eq!(heads.get(&scope, "new"), Some(HEAD));
-        assert_eq!(heads.len, 1);
+        assert_eq!(heads.known.len(), 1);
     }
 }

@@ -94,7 +94,7 @@ impl Durability {
             // The WAL on disk now: when every connection closed, SQLite checkpointed
             // it into the (synced) database and deleted it, and the next connection
             // made a new file; the handle held from before would flush a deleted one.
-            let current = match identity::of_path(&self.wal) {
+            let current = match self.wal_name.identity() {
                 Ok(current) => current,
                 // No WAL: everything committed was checkpointed and synced on close.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

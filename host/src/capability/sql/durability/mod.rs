@@ -41,7 +41,7 @@ use self::flush::Leading;
 use self::handoff::Handoff;
 use super::checkpoint::{self, CHECKPOINT_FRAMES, ClearOnDrop};
 use super::gate::WriteGate;
-use super::identity::Identity;
+use super::identity::{Identity, Named};
 use super::prefill::Prefiller;
 use crate::wit::SqlErrorKind;
 
@@ -74,6 +74,8 @@ pub struct Reservation {
 pub struct Durability {
     db: PathBuf,
     wal: PathBuf,
+    /// The WAL, looked up by name in its directory before each flush.
+    wal_name: Named,
     /// Wait for a flush before acknowledging (`sql_sync = "full"`).
     flush: bool,
     state: Mutex<State>,
@@ -120,6 +122,7 @@ impl Durability {
             db: db.to_path_buf(),
             handoff: Handoff::new(Duration::ZERO, [prefiller.running_flag(), Arc::clone(&checkpointing)]),
             prefiller,
+            wal_name: Named::new(&wal),
             wal,
             flush,
             state: Mutex::new(State::default()),
