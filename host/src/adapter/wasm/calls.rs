@@ -13,12 +13,15 @@ use crate::adapter::raw::{AppendReply, Range, RawInfo, RawMeta, RawStored, Trunc
 use crate::error::Error;
 use crate::model::Scope;
 
-/// Remembers `info`'s head as the next append's guess, if the append plan may
-/// still run.
-fn saw(i: &mut Instance, scope: &Scope, id: &str, info: &RawInfo) {
-    if i.append_plan.may_run() {
+/// Remembers the head of an `info` the adapter answered as the next append's
+/// guess, if the append plan may still run; passes the answer on.
+fn saw(i: &mut Instance, scope: &Scope, id: &str, info: Result<RawInfo, Error>) -> Result<RawInfo, Error> {
+    if let Ok(info) = &info
+        && i.append_plan.may_run()
+    {
         i.heads.set(scope, id, Head { version: info.version, last_seq: info.last_seq });
     }
+    info
 }
 
 impl WasmBackend {
@@ -53,10 +56,7 @@ impl ConversationBackend for WasmBackend {
                         .call_open(&mut i.store, &v0_2::scope(&scope), &id, &v0_2::meta(meta), now)?
                         .map(v0_2::info_back)
                         .map_err(v0_2::error);
-                    if let Ok(info) = &info {
-                        saw(i, &scope, &id, info);
-                    }
-                    Ok(info)
+                    Ok(saw(i, &scope, &id, info))
                 }
                 Bindings::V0_1(b) => {
                     let meta = match v0_1::meta(&meta) {
@@ -83,10 +83,7 @@ impl ConversationBackend for WasmBackend {
                         .call_info(&mut i.store, &v0_2::scope(&scope), &id)?
                         .map(v0_2::info_back)
                         .map_err(v0_2::error);
-                    if let Ok(info) = &info {
-                        saw(i, &scope, &id, info);
-                    }
-                    Ok(info)
+                    Ok(saw(i, &scope, &id, info))
                 }
                 Bindings::V0_1(b) => Ok(b
                     .stowage_store_conversation_store()

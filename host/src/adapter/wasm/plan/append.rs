@@ -33,7 +33,7 @@ use wasmtime::Trap;
 
 use crate::adapter::pool::{AppendPlan, Head, Instance};
 use crate::adapter::raw::RawStored;
-use crate::capability::sql::{Dialect, SqlSession, Value};
+use crate::capability::sql::{SqlSession, Value};
 use crate::model::{Role, Scope};
 use crate::wit::writes::append_plan::{self, MessageStatements};
 use crate::wit::{SqlErrorKind, SqlFailure};
@@ -93,9 +93,7 @@ pub fn append(
     let Some(head) = heads.get(scope, id) else { return Ok(Appended::AskAdapter) };
     let Some(versions) = continues(head, messages, expected_version) else { return Ok(Appended::AskAdapter) };
     if let AppendPlan::Unasked(writer) = plan {
-        // Plans are asked for on SQLite only, as load plans are.
-        let sqlite = store.data().sql.database().is_some_and(|db| db.dialect() == Dialect::Sqlite);
-        let asked = if sqlite {
+        let asked = if super::on_sqlite(store) {
             writer.stowage_writes_append_plan().call_message_plan(&mut *store, append_plan::Dialect::Sqlite)?
         } else {
             None

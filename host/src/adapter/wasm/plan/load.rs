@@ -18,7 +18,7 @@
 use super::rows::{records, whole};
 use crate::adapter::pool::{Instance, LoadPlan};
 use crate::adapter::raw::{Range, RawStored};
-use crate::capability::sql::{Dialect, SqlSession, Value};
+use crate::capability::sql::{SqlSession, Value};
 use crate::model::Scope;
 use crate::wit::reads::load_plan::{self, MessageStatements};
 use crate::wit::{SqlErrorKind, SqlFailure};
@@ -45,9 +45,7 @@ pub enum Planned {
 pub fn load(instance: &mut Instance, scope: &Scope, id: &str, range: Range, limit: u32) -> wasmtime::Result<Planned> {
     let Instance { store, load_plan: plan, planned_loads, .. } = instance;
     if let LoadPlan::Unasked(reader) = plan {
-        // Only SQLite reports whether a prepared statement writes.
-        let sqlite = store.data().sql.database().is_some_and(|db| db.dialect() == Dialect::Sqlite);
-        let asked = if sqlite {
+        let asked = if super::on_sqlite(store) {
             reader.stowage_reads_load_plan().call_message_plan(&mut *store, load_plan::Dialect::Sqlite)?
         } else {
             None

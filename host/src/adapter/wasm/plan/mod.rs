@@ -13,6 +13,16 @@ mod rows;
 pub use self::append::{Appended, append};
 pub use self::load::{Planned, load};
 
+use crate::adapter::state::AdapterState;
+use crate::capability::sql::Dialect;
+
+/// Whether `store`'s session is on SQLite, the only dialect plans are asked
+/// for: only SQLite reports whether a prepared statement writes (load plans),
+/// and the shipped adapter's append plan is SQLite's alone.
+fn on_sqlite(store: &wasmtime::Store<AdapterState>) -> bool {
+    store.data().sql.database().is_some_and(|db| db.dialect() == Dialect::Sqlite)
+}
+
 #[cfg(test)]
 mod append_tests;
 #[cfg(test)]
