@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure};
 use stowage::{
-    AdapterSource, Capability, ConversationInfo, ConversationMeta, Error, Grants, HealthStatus, Limits, Store,
+    AdapterSource, Builtin, Capability, ConversationInfo, ConversationMeta, Error, Grants, HealthStatus, Limits, Store,
     StoreConfig, StoreStats,
 };
 use stowage_tests::{fixture, shared_runtime};
@@ -245,5 +245,40 @@ async fn a_completed_probe_closes_the_breaker_and_the_budget_starts_again() -> a
     // ones the two answered calls left idle, served three of the traps.
     let want = StoreStats { calls: 10, errors: 8, traps: 8, instantiations: 8, restarts: 7, ..StoreStats::default() };
     counters(&store, want, "three rounds of traps")?;
+    Ok(())
+}
+
+/// A statement an adapter sends that never ends (here the SQL adapter's
+/// conversations table, replaced beside the host by a view that counts for
+/// ever) runs in the host, where the epoch deadline does not reach: SQLite
+/// interrupts it at the call's deadline, the call times out as a spinning
+/// adapter's does, its instance is discarded, and the host keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sql_statement_that_never_ends_times_its_call_out_and_the_host_keeps_serving() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let data = dir.path().join("data");
+    let limits = Limits {
+        call_timeout: Duration::from_millis(300),
+        restart_backoff_ms: 1,
+        max_restart_backoff_ms: 1,
+        ..Limits::default()
+    };
+    let config = StoreConfig::builtin(Builtin::Sqlite, &data).with_limits(limits);
+    let store = shared_runtime()?.open_store(config).await?;
+    store.open(&scope(), "c", ConversationMeta::default()).await?;
+    let db = rusqlite::Connection::open(data.join("host").join("sql.sqlite3"))?;
+    db.busy_timeout(Duration::from_secs(5))?;
+    db.execute_batch(
+        "ALTER TABLE stowage_conversations RENAME TO kept; \
+         CREATE VIEW stowage_conversations AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) \
+         SELECT * FROM kept WHERE (SELECT max(i) FROM n) > 0",
+    )?;
+    // Bounded, so that a statement never interrupted fails the test instead of hanging it.
+    let info = tokio::time::timeout(Duration::from_secs(120), store.info(&scope(), "c")).await;
+    ensure!(matches!(info, Ok(Err(Error::Timeout { .. }))), "expected a timeout, got {info:?}");
+    ensure!(store.stats().timeouts >= 1, "{:?}", store.stats());
+    db.execute_batch("DROP VIEW stowage_conversations; ALTER TABLE kept RENAME TO stowage_conversations")?;
+    let info = store.info(&scope(), "c").await?;
+    ensure!(info.message_count == 0 && info.id == "c", "{info:?}");
     Ok(())
 }

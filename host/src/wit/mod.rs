@@ -48,9 +48,9 @@ impl ContractVersion {
 #[derive(Debug)]
 pub enum SqlFailure {
     Report(SqlErrorKind),
-    /// Raised by test fault injection only; the shipped host never traps an
-    /// adapter from inside `sql`.
-    #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
+    /// Raised when the call's deadline passed during a statement (the
+    /// statement was interrupted: the call times out as the epoch deadline
+    /// would time it out), and by test fault injection.
     Trap(wasmtime::Error),
 }
 

@@ -82,8 +82,13 @@ impl InstancePool {
         };
         instance.store.data_mut().log.reset();
         instance.store.set_epoch_deadline(self.settings.deadline_ticks);
-        instance.deadline = Instant::now() + self.settings.limits.call_timeout;
+        // The same deadline for the statements the call sends (and the host's
+        // plans run for it), which no epoch reaches; cleared before the host's
+        // own statements after the call (a group's commit, a rollback).
+        let sql = &instance.store.data().sql;
+        sql.set_deadline(Some(Instant::now() + self.settings.limits.call_timeout));
         let outcome = call(&mut instance);
+        instance.store.data().sql.set_deadline(None);
         // Only a call that ran a plan touches the shared counters: every other
         // call skips the atomic adds.
         if instance.planned_loads > 0 {

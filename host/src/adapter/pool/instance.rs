@@ -3,7 +3,6 @@
 //! heads they run from, the current call's deadline).
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::WasiCtx;
@@ -37,10 +36,6 @@ pub struct Instance {
     /// Appends stored from the append plan since the last call began (added to
     /// the pool's counters after each call).
     pub planned_appends: u64,
-    /// When the current call's time is up (`Limits::call_timeout` from its
-    /// start): what the host runs for the adapter between statements (its
-    /// plans) checks it, as the epoch deadline interrupts the adapter's code.
-    pub deadline: Instant,
     /// Loads answered from the plan since the last call began (added to the
     /// pool's counters after each call).
     pub planned_loads: u64,
@@ -107,7 +102,6 @@ impl InstancePool {
             append_plan,
             heads: Heads::default(),
             planned_appends: 0,
-            deadline: Instant::now(),
             planned_loads: 0,
         })
     }

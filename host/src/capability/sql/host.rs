@@ -5,7 +5,7 @@ use wasmtime::component::{HasSelf, Linker};
 
 use super::session::{SqlSession, Statement};
 use super::value::{Dialect, Rows, Value};
-use crate::wit::{ContractVersion, SqlFailure, v0_1, v0_2};
+use crate::wit::{ContractVersion, SqlErrorKind, SqlFailure, v0_1, v0_2};
 
 impl SqlSession {
     /// Before a statement (the adapter's, or one the host runs for it): an
@@ -16,6 +16,18 @@ impl SqlSession {
             db.faults().strike()?;
         }
         Ok(())
+    }
+
+    /// What the adapter gets for a statement that failed with `kind`: the
+    /// error, or, once its call's deadline has passed (SQLite interrupted the
+    /// statement), the interrupt that times the call out, as the epoch deadline
+    /// does to the adapter's own code.
+    pub(crate) fn failed(&self, kind: SqlErrorKind) -> SqlFailure {
+        if self.deadline_passed() {
+            SqlFailure::Trap(wasmtime::Trap::Interrupt.into())
+        } else {
+            SqlFailure::Report(kind)
+        }
     }
 }
 
@@ -69,7 +81,7 @@ macro_rules! sql_host {
             fn execute(&mut self, statement: String, params: Vec<$version::sql::Value>) -> Result<u64, SqlFailure> {
                 self.before_statement()?;
                 let params: Vec<Value> = params.into_iter().map(Into::into).collect();
-                Ok(SqlSession::execute(self, &statement, &params)?)
+                SqlSession::execute(self, &statement, &params).map_err(|kind| self.failed(kind))
             }
 
             fn query(
@@ -79,7 +91,7 @@ macro_rules! sql_host {
             ) -> Result<$version::sql::QueryResult, SqlFailure> {
                 self.before_statement()?;
                 let params: Vec<Value> = params.into_iter().map(Into::into).collect();
-                Ok(SqlSession::query(self, &statement, &params)?.into())
+                SqlSession::query(self, &statement, &params).map(Into::into).map_err(|kind| self.failed(kind))
             }
 
             fn execute_batch(&mut self, statements: Vec<$version::sql::Statement>) -> Result<Vec<u64>, SqlFailure> {
@@ -88,7 +100,7 @@ macro_rules! sql_host {
                     .into_iter()
                     .map(|s| Statement { sql: s.sql, params: s.params.into_iter().map(Into::into).collect() })
                     .collect();
-                Ok(SqlSession::execute_batch(self, &statements)?)
+                SqlSession::execute_batch(self, &statements).map_err(|kind| self.failed(kind))
             }
 
             fn begin(&mut self) -> Result<(), SqlFailure> {
@@ -97,7 +109,7 @@ macro_rules! sql_host {
 
             fn commit(&mut self) -> Result<(), SqlFailure> {
                 self.before_statement()?;
-                Ok(SqlSession::commit(self)?)
+                SqlSession::commit(self).map_err(|kind| self.failed(kind))
             }
 
             fn rollback(&mut self) -> Result<(), SqlFailure> {

@@ -15,7 +15,9 @@
 //!   upkeep; `wal_writes` (a VFS shim): a commit's WAL frames in one write;
 //!   `page_cache`: SQLite's page cache, wrapped so a commit skips truncations
 //!   that would drop nothing; `identity`:
-//!   which file the WAL path names, asked without reading its timestamps.
+//!   which file the WAL path names, asked without reading its timestamps;
+//!   `deadline`: the adapter call's deadline, at which SQLite interrupts the
+//!   statement it runs.
 //! - `postgres`: a PostgreSQL server (`sql = { url = … }`): a pool per store,
 //!   connections pinned for a transaction.
 //! - `fault` (feature `fault-injection`, tests only): a fault that strikes a chosen
@@ -29,6 +31,7 @@
 
 mod ahead;
 mod checkpoint;
+mod deadline;
 mod durability;
 #[cfg(feature = "fault-injection")]
 mod fault;
@@ -119,6 +122,11 @@ pub trait Connection: Send {
     fn rollback(&mut self) -> Result<(), SqlErrorKind>;
     /// Runs statements that return nothing (savepoint handling); no parameters.
     fn execute_plain(&mut self, statements: &str) -> Result<(), SqlErrorKind>;
+    /// Interrupts any statement still running once `deadline` has passed (see
+    /// [`deadline`]). Engines that cannot interrupt their statements ignore it.
+    fn interrupt_after(&mut self, _deadline: Arc<deadline::CallDeadline>) -> Result<(), SqlErrorKind> {
+        Ok(())
+    }
     /// Runs `statements` in order as one step inside the open transaction: all
     /// take effect, or at the first failure none does (the transaction goes on)
     /// and that failure is returned. Engines may send them together.

@@ -12,7 +12,8 @@
 //! write turn, group commit and commit groups depend on them — attached
 //! databases are limited to zero (which also
 //! stops `VACUUM INTO`), extension loading stays disabled, defensive mode is on,
-//! `trusted_schema` is off, and query results are capped in bytes.
+//! `trusted_schema` is off, and query results are capped in bytes. An adapter
+//! session's connection is interrupted at its call's deadline (`deadline`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -225,7 +226,15 @@ fn from_sql(value: rusqlite::types::ValueRef<'_>) -> Result<Value, SqlErrorKind>
     })
 }
 
+/// SQLite's virtual-machine steps between two looks at a call's deadline
+/// (a look is an atomic load and a clock read; a step is a few nanoseconds).
+const STEPS_PER_DEADLINE_CHECK: std::ffi::c_int = 4096;
+
 impl Connection for Sqlite {
+    fn interrupt_after(&mut self, deadline: Arc<super::deadline::CallDeadline>) -> Result<(), SqlErrorKind> {
+        self.conn.progress_handler(STEPS_PER_DEADLINE_CHECK, Some(move || deadline.passed())).map_err(map_error)
+    }
+
     fn execute(&mut self, statement: &str, params: &[Value]) -> Result<u64, SqlErrorKind> {
         let mut stmt = self.conn.prepare_cached(statement).map_err(map_error)?;
         let changed = stmt.execute(rusqlite::params_from_iter(params.iter().map(to_sql))).map_err(map_error)?;

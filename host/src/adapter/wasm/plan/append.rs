@@ -27,8 +27,6 @@
 //! interrupts the call as the epoch deadline interrupts the adapter's code (the
 //! instance is discarded, its transaction rolled back with its connection).
 
-use std::time::Instant;
-
 use wasmtime::Trap;
 
 use crate::adapter::pool::{AppendPlan, Head, Instance};
@@ -89,7 +87,7 @@ pub fn append(
     expected_version: Option<u64>,
     now: i64,
 ) -> wasmtime::Result<Appended> {
-    let Instance { store, append_plan: plan, heads, planned_appends, deadline, .. } = instance;
+    let Instance { store, append_plan: plan, heads, planned_appends, .. } = instance;
     let Some(head) = heads.get(scope, id) else { return Ok(Appended::AskAdapter) };
     let Some(versions) = continues(head, messages, expected_version) else { return Ok(Appended::AskAdapter) };
     if let AppendPlan::Unasked(writer) = plan {
@@ -101,7 +99,7 @@ pub fn append(
         *plan = asked.map_or(AppendPlan::None, AppendPlan::Ready);
     }
     let AppendPlan::Ready(statements) = plan else { return Ok(Appended::AskAdapter) };
-    let ran = run(&mut store.data_mut().sql, statements, scope, id, messages, versions, now, *deadline)?;
+    let ran = run(&mut store.data_mut().sql, statements, scope, id, messages, versions, now)?;
     let (answer, keep) = judge(ran, versions);
     match &answer {
         Appended::Stored(version) => {
@@ -157,9 +155,9 @@ pub fn continues(head: Head, messages: &[RawStored], expected: Option<u64>) -> O
 /// Runs `statements` for `messages` on `session`: one statement alone for a
 /// batch of one, else all in one transaction, committed only if each changed
 /// one row. The messages are as they came afterwards (their ids, contents and
-/// tags are moved into the parameters and back). `Err`: a trap or the
-/// `deadline` passed before a statement (nothing of the batch kept).
-#[allow(clippy::too_many_arguments)]
+/// tags are moved into the parameters and back). `Err`: a trap, or the call's
+/// deadline passed (before a statement, or during one, which SQLite then
+/// interrupted); nothing of the batch is kept.
 pub fn run(
     session: &mut SqlSession,
     statements: &MessageStatements,
@@ -168,49 +166,53 @@ pub fn run(
     messages: &mut [RawStored],
     versions: Versions,
     now: i64,
-    deadline: Instant,
 ) -> wasmtime::Result<Ran> {
     let mut params = bind(scope, id, messages, versions, now);
-    let ran = execute(session, statements, &params, deadline);
+    let ran = execute(session, statements, &params);
     give_back(messages, &mut params);
     ran
 }
 
-/// Before each statement and the commit: an injected fault, then the deadline.
-fn before(session: &SqlSession, deadline: Instant) -> wasmtime::Result<Result<(), SqlErrorKind>> {
+/// Before each statement and the commit: an injected fault, then the call's
+/// deadline.
+fn before(session: &SqlSession) -> wasmtime::Result<Result<(), SqlErrorKind>> {
     match session.before_statement() {
         Ok(()) => {}
         Err(SqlFailure::Report(kind)) => return Ok(Err(kind)),
         Err(SqlFailure::Trap(trap)) => return Err(trap),
     }
-    if Instant::now() > deadline {
+    if session.deadline_passed() {
         return Err(Trap::Interrupt.into());
     }
     Ok(Ok(()))
 }
 
-fn execute(
-    session: &mut SqlSession,
-    statements: &MessageStatements,
-    params: &[Vec<Value>],
-    deadline: Instant,
-) -> wasmtime::Result<Ran> {
+/// A statement that failed with `error`: interrupted at the call's deadline
+/// (`Err`, the call times out), or a failure of its own.
+fn failed(session: &SqlSession, error: SqlErrorKind) -> wasmtime::Result<Ran> {
+    match session.failed(error) {
+        SqlFailure::Report(kind) => Ok(Ran::Failed(kind)),
+        SqlFailure::Trap(trap) => Err(trap),
+    }
+}
+
+fn execute(session: &mut SqlSession, statements: &MessageStatements, params: &[Vec<Value>]) -> wasmtime::Result<Ran> {
     let last = params.len().saturating_sub(1);
     let sql = |k: usize| match k {
         0 => statements.first.as_str(),
         k if k == last => statements.last.as_str(),
         _ => statements.middle.as_str(),
     };
-    if let Err(error) = before(session, deadline)? {
+    if let Err(error) = before(session)? {
         return Ok(Ran::Failed(error));
     }
     if let [only] = params {
-        return Ok(match session.execute(sql(0), only) {
-            Ok(1) => Ran::Stored,
-            Ok(0) => Ran::NoConversation,
-            Ok(n) => Ran::Miscounted(vec![n]),
-            Err(error) => Ran::Failed(error),
-        });
+        return match session.execute(sql(0), only) {
+            Ok(1) => Ok(Ran::Stored),
+            Ok(0) => Ok(Ran::NoConversation),
+            Ok(n) => Ok(Ran::Miscounted(vec![n])),
+            Err(error) => failed(session, error),
+        };
     }
     if let Err(error) = session.begin() {
         return Ok(Ran::Failed(error));
@@ -218,13 +220,16 @@ fn execute(
     let mut counts = Vec::with_capacity(params.len());
     for (k, values) in params.iter().enumerate() {
         if k > 0
-            && let Some(ran) = before_in_batch(session, deadline)?
+            && let Some(ran) = before_in_batch(session)?
         {
             return Ok(ran);
         }
         match session.execute(sql(k), values) {
             Ok(n) => counts.push(n),
-            Err(error) => return Ok(undone(session, Ran::Failed(error))),
+            Err(error) => {
+                rollback(session);
+                return failed(session, error);
+            }
         }
         if counts[k] != 1 {
             break;
@@ -232,12 +237,15 @@ fn execute(
     }
     Ok(match counts.as_slice() {
         counts if counts.len() == params.len() && counts.iter().all(|&n| n == 1) => {
-            if let Some(ran) = before_in_batch(session, deadline)? {
+            if let Some(ran) = before_in_batch(session)? {
                 return Ok(ran);
             }
             match session.commit() {
                 Ok(()) => Ran::Stored,
-                Err(error) => undone(session, Ran::Failed(error)),
+                Err(error) => {
+                    rollback(session);
+                    return failed(session, error);
+                }
             }
         }
         [0] => undone(session, Ran::NoConversation),
@@ -247,8 +255,8 @@ fn execute(
 
 /// [`before`] inside the batch's transaction: a fault or a passed deadline
 /// rolls it back first; `Some`: the batch ends with that.
-fn before_in_batch(session: &mut SqlSession, deadline: Instant) -> wasmtime::Result<Option<Ran>> {
-    match before(session, deadline) {
+fn before_in_batch(session: &mut SqlSession) -> wasmtime::Result<Option<Ran>> {
+    match before(session) {
         Ok(Ok(())) => Ok(None),
         Ok(Err(error)) => Ok(Some(undone(session, Ran::Failed(error)))),
         Err(trap) => {

@@ -63,11 +63,6 @@ fn messages(first: u64, count: u64) -> Vec<RawStored> {
         .collect()
 }
 
-/// A deadline no test reaches.
-fn far() -> Instant {
-    Instant::now() + Duration::from_secs(600)
-}
-
 fn versions(before: u64) -> Versions {
     Versions { before, after: before + 1 }
 }
@@ -95,11 +90,11 @@ fn batches_that_continue_the_guess_are_stored_with_every_parameter() -> TestResu
     let scope = Scope::new("t", "u");
     let mut one = messages(4, 1);
     let sent = one.clone();
-    assert_eq!(run(&mut session, &plan(), &scope, "c", &mut one, versions(2), 77, far())?, Ran::Stored);
+    assert_eq!(run(&mut session, &plan(), &scope, "c", &mut one, versions(2), 77)?, Ran::Stored);
     assert_eq!(one, sent, "the messages come back whole");
     assert_eq!(head(&mut session)?, vec![vec![int(3), int(4)]]);
     let mut three = messages(5, 3);
-    assert_eq!(run(&mut session, &plan(), &scope, "c", &mut three, versions(3), 78, far())?, Ran::Stored);
+    assert_eq!(run(&mut session, &plan(), &scope, "c", &mut three, versions(3), 78)?, Ran::Stored);
     assert_eq!(three, messages(5, 3));
     assert_eq!(head(&mut session)?, vec![vec![int(4), int(7)]]);
     let rows = query(&mut session, "SELECT * FROM m ORDER BY seq")?;
@@ -134,21 +129,21 @@ fn a_wrong_guess_a_stored_id_or_a_missing_conversation_keeps_nothing() -> TestRe
     for (what, before, first) in [("an old version", 1, 4), ("a newer version", 3, 4), ("another last seq", 2, 5)] {
         for count in [1, 3] {
             let mut batch = messages(first, count);
-            let ran = run(&mut session, &plan(), &scope, "c", &mut batch, versions(before), 9, far())?;
+            let ran = run(&mut session, &plan(), &scope, "c", &mut batch, versions(before), 9)?;
             assert!(matches!(ran, Ran::Failed(SqlErrorKind::Constraint(_))), "{what}, {count}: {ran:?}");
             assert_eq!(batch, messages(first, count), "{what}: the messages come back whole");
         }
     }
     assert_eq!(count(&mut session)?, vec![vec![int(0)]]);
     // A stored id, last in a batch whose first message went in.
-    assert_eq!(run(&mut session, &plan(), &scope, "c", &mut messages(4, 1), versions(2), 9, far())?, Ran::Stored);
+    assert_eq!(run(&mut session, &plan(), &scope, "c", &mut messages(4, 1), versions(2), 9)?, Ran::Stored);
     let mut again = messages(5, 2);
     again[1].message.id = "m4".into();
-    let ran = run(&mut session, &plan(), &scope, "c", &mut again, versions(3), 9, far())?;
+    let ran = run(&mut session, &plan(), &scope, "c", &mut again, versions(3), 9)?;
     assert!(matches!(ran, Ran::Failed(SqlErrorKind::Constraint(_))), "{ran:?}");
     for (scope, id) in [(Scope::new("t", "v"), "c"), (scope.clone(), "missing")] {
         for count in [1, 3] {
-            let ran = run(&mut session, &plan(), &scope, id, &mut messages(5, count), versions(3), 9, far())?;
+            let ran = run(&mut session, &plan(), &scope, id, &mut messages(5, count), versions(3), 9)?;
             assert_eq!(ran, Ran::NoConversation, "{scope:?}/{id}, {count}");
         }
     }
@@ -171,25 +166,25 @@ fn counts_other_than_one_row_each_and_statements_that_cannot_run_are_told_apart(
     };
     // A longer batch is rolled back whole.
     let doubled = MessageStatements { middle: two_rows("?9"), ..plan() };
-    let ran = run(&mut session, &doubled, &scope, "c", &mut messages(4, 3), versions(2), 9, far())?;
+    let ran = run(&mut session, &doubled, &scope, "c", &mut messages(4, 3), versions(2), 9)?;
     assert_eq!(ran, Ran::Miscounted(vec![1, 2]));
     let idle = MessageStatements { last: "UPDATE m SET tag = x'00' WHERE seq < 0 AND ?12 IS ?12".into(), ..plan() };
-    let ran = run(&mut session, &idle, &scope, "c", &mut messages(4, 2), versions(2), 9, far())?;
+    let ran = run(&mut session, &idle, &scope, "c", &mut messages(4, 2), versions(2), 9)?;
     assert_eq!(ran, Ran::Miscounted(vec![1, 0]));
     assert_eq!(count(&mut session)?, vec![vec![int(0)]]);
     assert_eq!(head(&mut session)?, vec![vec![int(2), int(3)]]);
     // A statement that does not fit the schema, after a first that ran.
     let broken = MessageStatements { last: "INSERT INTO missing VALUES (?12)".into(), ..plan() };
-    let ran = run(&mut session, &broken, &scope, "c", &mut messages(4, 2), versions(2), 9, far())?;
+    let ran = run(&mut session, &broken, &scope, "c", &mut messages(4, 2), versions(2), 9)?;
     assert!(matches!(ran, Ran::Failed(SqlErrorKind::InvalidStatement(_))), "{ran:?}");
     // Parameters other than the plan's: the statement cannot be bound.
     let unbound = MessageStatements { middle: "INSERT INTO m (id) VALUES (?13)".into(), ..plan() };
-    let ran = run(&mut session, &unbound, &scope, "c", &mut messages(4, 3), versions(2), 9, far())?;
+    let ran = run(&mut session, &unbound, &scope, "c", &mut messages(4, 3), versions(2), 9)?;
     assert!(matches!(ran, Ran::Failed(SqlErrorKind::InvalidStatement(_))), "{ran:?}");
     assert_eq!(count(&mut session)?, vec![vec![int(0)]]);
     // A batch of one is its statement alone: what it changed is committed.
     let doubled_first = MessageStatements { first: two_rows("?12"), ..plan() };
-    let ran = run(&mut session, &doubled_first, &scope, "c", &mut messages(4, 1), versions(2), 9, far())?;
+    let ran = run(&mut session, &doubled_first, &scope, "c", &mut messages(4, 1), versions(2), 9)?;
     assert_eq!(ran, Ran::Miscounted(vec![2]));
     assert_eq!(count(&mut session)?, vec![vec![int(2)]]);
     Ok(())
@@ -200,17 +195,48 @@ fn a_passed_deadline_interrupts_the_batch_before_its_next_statement() -> TestRes
     let dir = tempfile::tempdir()?;
     let mut session = session(&dir)?;
     let scope = Scope::new("t", "u");
+    session.set_deadline(Some(Instant::now() - Duration::from_millis(1)));
     for count in [1, 3] {
         let mut batch = messages(4, count);
-        let past = Instant::now() - Duration::from_millis(1);
-        let ran = run(&mut session, &plan(), &scope, "c", &mut batch, versions(2), 9, past);
+        let ran = run(&mut session, &plan(), &scope, "c", &mut batch, versions(2), 9);
         let trap = ran.err().and_then(|e| e.downcast_ref::<wasmtime::Trap>().copied());
         assert_eq!(trap, Some(wasmtime::Trap::Interrupt), "{count}");
         assert_eq!(batch, messages(4, count), "the messages come back whole");
     }
+    session.set_deadline(None);
     assert_eq!(count(&mut session)?, vec![vec![int(0)]]);
     // The session is left clean: the next batch runs.
-    assert_eq!(run(&mut session, &plan(), &scope, "c", &mut messages(4, 3), versions(2), 9, far())?, Ran::Stored);
+    assert_eq!(run(&mut session, &plan(), &scope, "c", &mut messages(4, 3), versions(2), 9)?, Ran::Stored);
+    Ok(())
+}
+
+/// A statement that never ends (an unbounded recursive CTE) is interrupted
+/// by SQLite once the call's deadline passes, and the call times out with
+/// nothing of its batch kept.
+#[test]
+fn a_statement_that_never_ends_is_interrupted_at_the_deadline() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let mut session = session(&dir)?;
+    let scope = Scope::new("t", "u");
+    let endless = "(WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n)";
+    let forever = MessageStatements {
+        last: format!("INSERT INTO m VALUES (?1, ?2, ?3, ?4, ?5, ?6, {endless}, ?8, ?9, ?11, ?12)"),
+        ..plan()
+    };
+    session.set_deadline(Some(Instant::now() + Duration::from_millis(100)));
+    // Run aside, so that a statement SQLite failed to interrupt fails the test
+    // instead of hanging it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let ran = run(&mut session, &forever, &scope, "c", &mut messages(4, 2), versions(2), 9);
+        let trap = ran.err().and_then(|e| e.downcast_ref::<wasmtime::Trap>().copied());
+        session.set_deadline(None);
+        let _ = tx.send((trap, count(&mut session)));
+    });
+    let (trap, stored) =
+        rx.recv_timeout(Duration::from_secs(120)).map_err(|_| "the statement was never interrupted")?;
+    assert_eq!(trap, Some(wasmtime::Trap::Interrupt));
+    assert_eq!(stored?, vec![vec![int(0)]], "the batch's first message was rolled back");
     Ok(())
 }
 

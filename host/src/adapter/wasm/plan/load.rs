@@ -85,6 +85,8 @@ pub fn run(
         Err(SqlFailure::Report(kind)) => Err(kind),
     };
     let rows = match ran {
+        // Interrupted at the call's deadline: the call times out.
+        Err(_) if session.deadline_passed() => return Err(wasmtime::Trap::Interrupt.into()),
         Ok(Some(rows)) => rows.rows,
         Ok(None) => return Ok(Planned::Writes),
         Err(SqlErrorKind::Io(reason)) => return Ok(Planned::Damaged(format!("reading its messages: {reason}"))),

@@ -132,3 +132,22 @@ fn each_range_binds_its_statement_and_parameters() {
     assert_eq!((sql, newest_first), ("before", true));
     assert_eq!(params, [keys(), vec![Value::Integer(4), Value::Integer(5)]].concat());
 }
+
+#[test]
+fn a_plan_statement_that_never_ends_is_interrupted_at_the_deadline() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let mut session = session(&dir)?;
+    let endless = "SELECT seq, id, role, created_at, content, tag, \
+        (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n) \
+        FROM m WHERE ?1 = 't' AND ?2 = 'u' AND conv = ?3 ORDER BY seq DESC LIMIT ?4";
+    session.set_deadline(Some(std::time::Instant::now() + Duration::from_millis(100)));
+    // Aside, so that a statement SQLite failed to interrupt fails the test instead of hanging it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let planned = run(&mut session, &plan(endless), &Scope::new("t", "u"), "c", Range::Latest, 3);
+        let _ = tx.send(planned.err().and_then(|e| e.downcast_ref::<wasmtime::Trap>().copied()));
+    });
+    let trap = rx.recv_timeout(Duration::from_secs(120)).map_err(|_| "the statement was never interrupted")?;
+    assert_eq!(trap, Some(wasmtime::Trap::Interrupt), "the load times out");
+    Ok(())
+}

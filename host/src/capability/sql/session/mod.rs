@@ -12,6 +12,7 @@ mod group;
 use std::sync::Arc;
 
 use self::group::Group;
+use super::deadline::CallDeadline;
 use super::durability::{Durability, Reservation};
 use super::gate::WriteTurn;
 use super::value::{Rows, Value};
@@ -35,26 +36,42 @@ pub struct SqlSession {
     ticket: Option<u64>,
     /// The commit group this session runs calls in, if any.
     group: Option<Group>,
+    /// The deadline of the adapter call it serves ([`super::deadline`]).
+    deadline: Arc<CallDeadline>,
 }
 
 impl SqlSession {
     pub fn new(db: Arc<SqlDatabase>) -> Self {
-        Self { db: Some(db), conn: None, turn: None, ticket: None, group: None }
+        Self { db: Some(db), conn: None, turn: None, ticket: None, group: None, deadline: Arc::default() }
     }
 
     /// A session of an instance whose store does not grant `sql`.
     pub fn ungranted() -> Self {
-        Self { db: None, conn: None, turn: None, ticket: None, group: None }
+        Self { db: None, conn: None, turn: None, ticket: None, group: None, deadline: Arc::default() }
     }
 
     pub fn database(&self) -> Option<&Arc<SqlDatabase>> {
         self.db.as_ref()
     }
 
+    /// Sets the deadline of the adapter call this session serves from now on,
+    /// or clears it (`None`) once the call has returned.
+    pub fn set_deadline(&self, at: Option<std::time::Instant>) {
+        self.deadline.set(at);
+    }
+
+    /// Whether the current call's deadline has passed: a statement that failed
+    /// then was (most likely) interrupted by it.
+    pub fn deadline_passed(&self) -> bool {
+        self.deadline.passed()
+    }
+
     fn conn(&mut self) -> Result<&mut Box<dyn Connection>, SqlErrorKind> {
         if self.conn.is_none() {
             let db = self.db.as_ref().ok_or_else(|| SqlErrorKind::AccessDenied("sql is not granted".into()))?;
-            self.conn = Some(db.connect()?);
+            let mut conn = db.connect()?;
+            conn.interrupt_after(Arc::clone(&self.deadline))?;
+            self.conn = Some(conn);
         }
         self.conn.as_mut().ok_or_else(|| SqlErrorKind::Io("connection unavailable".into()))
     }
