@@ -1,6 +1,7 @@
 //! An adapter instance: its wasmtime store with the capabilities its store
-//! grants, its exports, and what the host keeps beside them (its plans, the
-//! heads they run from, the current call's deadline).
+//! grants, its exports, and what the host keeps beside them (its plans and
+//! the heads the append plan runs from; the current call's deadline is its SQL
+//! session's).
 
 use std::sync::atomic::Ordering;
 
