@@ -89,13 +89,17 @@ impl Store {
         // What the calls before the append commit (the first call on a fresh
         // database migrates its schema; then the new conversation) is made
         // durable by the append's flush, which covers it, instead of flushes of
-        // its own; and before anything is answered in any case.
+        // its own; and before anything is answered in any case. A conversation
+        // this host does not know is opened at once: `open` finds or creates it
+        // (its info verified as `info`'s would be), one call instead of two.
         let (start, earlier) = deferring(async {
-            match self.owned_last_seq(scope, id).await {
-                Err(Error::NotFound) => {
-                    self.client().open(scope, id, &meta, now_millis()).await.map(|info| info.last_seq)
+            match self.seqs().last_seq(scope, id) {
+                Some(last) => Ok(last),
+                None => {
+                    let info = self.client().open(scope, id, &meta, now_millis()).await?;
+                    self.seqs().set_last_seq(scope, id, info.last_seq);
+                    Ok(info.last_seq)
                 }
-                known => known,
             }
         })
         .await;
