@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::adapter::cache::ComponentCache;
 use crate::adapter::client::Client;
 use crate::adapter::engine::{self, Allocator};
 use crate::adapter::loader::{self, AdapterImage, Loader};
+use crate::adapter::starting::Starting;
 use crate::adapter::wasm::{Setup, WasmBackend, local_database};
 use crate::capability::sql::PostgresSettings;
 use crate::capability::{self, Capability, Grants, ImportNeed};
@@ -62,13 +62,29 @@ pub struct Runtime {
 }
 
 struct RuntimeInner {
-    loader: Arc<Loader>,
-    allocator: Allocator,
+    engine: Starting,
     config: RuntimeConfig,
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Error> + Send + 'static) -> Result<T, Error> {
     tokio::task::spawn_blocking(f).await.map_err(|e| Error::Internal(format!("blocking task failed: {e}")))?
+}
+
+/// Runs `f` on a thread of its own, started now: not when the returned future is
+/// first polled, and not queued behind other work on the blocking pool (whose
+/// second thread can start a millisecond late on a small virtual machine).
+fn on_thread<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> impl std::future::Future<Output = Result<T, Error>> {
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new().name(name.to_owned()).spawn(move || {
+        let _ = sender.send(f());
+    });
+    async move {
+        spawned.map_err(|e| Error::Internal(format!("no thread to run on: {e}")))?;
+        receiver.await.map_err(|_| Error::Internal("a thread of the open failed".into()))?
+    }
 }
 
 /// Adds a fresh integrity key to the store's keyring and makes it current (old
@@ -81,25 +97,38 @@ pub fn rotate_keys(config: &StoreConfig) -> Result<Rotation, Error> {
 }
 
 impl Runtime {
+    /// Starts the runtime. The engine is built on a thread of its own while the
+    /// caller goes on (opening a store waits for it only to load the adapter);
+    /// a cache directory others may write to is refused here.
     pub fn new(config: RuntimeConfig) -> Result<Self, Error> {
-        let (engine, allocator) = engine::build(&config)?;
-        engine::start_ticker(&engine, config.epoch_tick)?;
-        let cache = ComponentCache::new(&engine, config.cache_dir.clone(), config.max_cached_components)?;
-        tracing::debug!(?allocator, cache = ?config.cache_dir, "stowage runtime ready");
-        let loader = Arc::new(Loader { engine, cache });
-        Ok(Self { inner: Arc::new(RuntimeInner { loader, allocator, config }) })
+        let engine = Starting::spawn(&config)?;
+        Ok(Self { inner: Arc::new(RuntimeInner { engine, config }) })
     }
 
-    /// Which instance allocator the engine uses (pooling unless unavailable).
-    pub fn allocator(&self) -> Allocator {
-        self.inner.allocator
+    /// Which instance allocator the engine uses (pooling unless unavailable);
+    /// waits for the engine.
+    pub fn allocator(&self) -> Result<Allocator, Error> {
+        self.inner.engine.get().map(|ready| ready.allocator)
+    }
+
+    /// The loader, once the engine is built.
+    fn loader(&self) -> Result<Arc<Loader>, Error> {
+        self.inner.engine.loader()
     }
 
     async fn load_image(&self, source: &AdapterSource, grants: Grants) -> Result<AdapterImage, Error> {
-        let (loader, source) = (Arc::clone(&self.inner.loader), source.clone());
+        let (runtime, source) = (self.clone(), source.clone());
         blocking(move || {
             let wasm = loader::read_source(&source)?;
-            Ok(loader.load(&wasm, source.describe(), grants)?)
+            // While the engine is still being built, a shipped artifact's
+            // copy is checked meanwhile (hashing ~1 MB) instead of after.
+            let starting = &runtime.inner;
+            let prechecked = match &starting.config.cache_dir {
+                Some(dir) if !starting.engine.is_ready() => wasm.checked_copy(dir),
+                _ => None,
+            };
+            let loader = runtime.loader()?;
+            Ok(loader.load_checked(&wasm, source.describe(), grants, prechecked)?)
         })
         .await
     }
@@ -107,9 +136,10 @@ impl Runtime {
     /// Compiles a component and lists what it imports and exports, without
     /// checking it against the contract or any grants.
     pub async fn describe(&self, source: &AdapterSource) -> Result<ComponentDescription, Error> {
-        let (loader, source) = (Arc::clone(&self.inner.loader), source.clone());
+        let (runtime, source) = (self.clone(), source.clone());
         let d = blocking(move || {
             let wasm = loader::read_source(&source)?;
+            let loader = runtime.loader()?;
             Ok(loader.describe(&wasm, &source.describe())?)
         })
         .await?;
@@ -158,24 +188,27 @@ impl Runtime {
             && config.grants.contains(Capability::Sql)
             && config.sql.url.is_none())
         .then(|| (config.limits.clone(), config.sql_sync));
-        let prepared = blocking(move || {
+        let prepared = on_thread("stowage-open", move || {
             let layout = Layout::prepare(&data_dir)?;
-            // The keyring's flushes and the database file's overlap too.
+            // The keyring's flushes and the database file's overlap too; the
+            // database, the longer of the two, goes on on this thread at once.
+            let private_dir = layout.private_dir();
+            let load_keys =
+                || source::load(&keys, &private_dir).map_err(|e| Error::Config(format!("integrity keys: {e}")));
             let (keyring, sql_local) = std::thread::scope(|scope| {
+                let keyring = std::thread::Builder::new().name("stowage-keys".into()).spawn_scoped(scope, load_keys);
                 let sql_local = local_sql.map(|(limits, sync)| {
-                    let path = layout.sql_path();
-                    scope.spawn(move || {
-                        let db = local_database(path, &limits, sync);
-                        db.open_ahead();
-                        Arc::new(db)
-                    })
+                    let db = local_database(layout.sql_path(), &limits, sync);
+                    db.open_ahead();
+                    Arc::new(db)
                 });
-                let keyring = source::load(&keys, &layout.private_dir())
-                    .map_err(|e| Error::Config(format!("integrity keys: {e}")))?;
-                match sql_local.map(|opening| opening.join()).transpose() {
-                    Ok(db) => Ok((keyring, db)),
-                    Err(_) => Err(Error::Internal("opening the database ahead panicked".into())),
-                }
+                let keyring = match keyring {
+                    Ok(loading) => {
+                        loading.join().unwrap_or_else(|_| Err(Error::Internal("loading the keys panicked".into())))
+                    }
+                    Err(_) => load_keys(),
+                };
+                keyring.map(|keyring| (keyring, sql_local))
             })?;
             Ok((layout, keyring, sql_local))
         });
@@ -197,7 +230,7 @@ impl Runtime {
         let reload = source::reloader(&reload_source, &layout.private_dir());
         let setup = Setup {
             store: config.name.clone(),
-            loader: Arc::clone(&self.inner.loader),
+            loader: self.loader()?,
             layout,
             isolation: config.isolation,
             limits: config.limits.clone(),
@@ -222,6 +255,6 @@ impl Runtime {
             }
         });
         let on_caller = self.inner.config.ops_on_caller;
-        Ok(Store::new(config.name, client, Arc::clone(&self.inner.loader), config.limits, shared, on_caller))
+        Ok(Store::new(config.name, client, self.loader()?, config.limits, shared, on_caller))
     }
 }

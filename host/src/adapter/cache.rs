@@ -25,8 +25,9 @@ use wasmtime::component::Component;
 
 use crate::config::Precompiled;
 use crate::error::LoadError;
+pub use shipped::Checked;
 
-mod shipped;
+pub mod shipped;
 use crate::util::hex;
 
 const HEADER_MAGIC: &[u8; 8] = b"STOWCWA1";
@@ -128,7 +129,9 @@ impl ComponentCache {
     }
 
     /// The compiled component for `wasm`: from memory, precompiled by the build
-    /// (`precompiled`, for shipped adapters), from disk, or freshly compiled.
+    /// (`precompiled`, for shipped adapters: mapped from its copy, `prechecked`
+    /// or checked here, else deserialised from the binary), from disk, or
+    /// freshly compiled.
     pub fn get(
         &self,
         engine: &Engine,
@@ -136,12 +139,14 @@ impl ComponentCache {
         digest: &str,
         what: &str,
         precompiled: Option<Precompiled>,
+        prechecked: Option<Checked>,
     ) -> Result<Component, LoadError> {
         if let Some(component) = self.memory.lock().ok().and_then(|mut m| m.get(digest)) {
             return Ok(component);
         }
         let shipped = precompiled.filter(|built| !built.artifact.is_empty()).and_then(|built| {
-            let mapped = self.dir.as_ref().and_then(|dir| shipped::mapped(engine, dir, &self.compat, built, what));
+            let checked = prechecked.or_else(|| self.dir.as_ref().and_then(|dir| shipped::checked_copy(dir, &built)));
+            let mapped = checked.and_then(|checked| shipped::mapped(engine, checked, what));
             if mapped.is_some() {
                 return mapped;
             }
@@ -261,14 +266,19 @@ mod tests {
         let shipped = Builtin::Null.precompiled();
         let load = || -> Result<ComponentCache, Box<dyn std::error::Error>> {
             let cache = ComponentCache::new(&engine, Some(cache_dir.clone()), 8)?;
-            cache.get(&engine, Builtin::Null.wasm(), shipped.digest, "null", Some(shipped))?;
+            cache.get(&engine, Builtin::Null.wasm(), shipped.digest, "null", Some(shipped), None)?;
             assert_eq!(cache.compiled(), 0, "never compiled");
             Ok(cache)
         };
-        let cache = load()?;
-        let copy = shipped::path(&cache_dir, &shipped, &cache.compat);
+        load()?;
+        let copy = shipped::path(&cache_dir, &shipped);
         assert_eq!(std::fs::read(&copy)?, shipped.artifact, "the copy is the embedded artifact");
         assert_eq!(std::fs::metadata(&copy)?.permissions().mode() & 0o777, 0o600, "owner-only");
+        // Checked before the engine exists (as while one is built), mapped after.
+        let checked = shipped::checked_copy(&cache_dir, &shipped).ok_or("the copy passes its check")?;
+        let cache = ComponentCache::new(&engine, Some(cache_dir.clone()), 8)?;
+        cache.get(&engine, Builtin::Null.wasm(), shipped.digest, "null", Some(shipped), Some(checked))?;
+        assert_eq!(cache.compiled(), 0, "mapped from the copy checked beforehand");
         load()?;
         let elsewhere = dir.path().join("elsewhere");
         std::fs::write(&elsewhere, b"not to be touched")?;
@@ -303,13 +313,13 @@ mod tests {
             let shipped = builtin.precompiled();
             assert_eq!(shipped.digest, digest(builtin.wasm()), "the build's digest of {}", builtin.name());
             assert!(!shipped.artifact.is_empty(), "{} is precompiled", builtin.name());
-            cache.get(&engine, builtin.wasm(), shipped.digest, builtin.name(), Some(shipped))?;
+            cache.get(&engine, builtin.wasm(), shipped.digest, builtin.name(), Some(shipped), None)?;
         }
         assert_eq!(cache.compiled(), 0, "no shipped adapter is compiled at run time");
         let null = Builtin::Null.wasm();
         let other = ComponentCache::new(&engine, None, 8)?;
         for _ in 0..2 {
-            other.get(&engine, null, &digest(null), "null.wasm", None)?;
+            other.get(&engine, null, &digest(null), "null.wasm", None, None)?;
         }
         assert_eq!(other.compiled(), 1, "a component from a file compiles once, then comes from memory");
         Ok(())

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use wasmtime::Engine;
 use wasmtime::component::{Component, HasSelf, Linker};
 
-use super::cache::{self, ComponentCache};
+use super::cache::{self, Checked, ComponentCache};
 use super::state::AdapterState;
 use crate::capability::{self, Capability, Grants, ImportNeed};
 use crate::config::AdapterSource;
@@ -85,6 +85,14 @@ impl Wasm {
             Wasm::Other(_) => None,
         }
     }
+
+    /// A shipped artifact's copy in the cache directory `dir`, checked (see
+    /// [`cache::shipped`]): needs no engine, so it runs while one is built.
+    pub fn checked_copy(&self, dir: &std::path::Path) -> Option<Checked> {
+        self.precompiled()
+            .filter(|built| !built.artifact.is_empty())
+            .and_then(|built| cache::shipped::checked_copy(dir, &built))
+    }
 }
 
 /// Reads the component bytes of `source` (blocking: call off async workers).
@@ -162,7 +170,7 @@ impl Loader {
         let wasm = source.bytes();
         check_header(wasm, what)?;
         let digest = source.digest();
-        let component = self.cache.get(&self.engine, wasm, &digest, what, source.precompiled())?;
+        let component = self.cache.get(&self.engine, wasm, &digest, what, source.precompiled(), None)?;
         let ty = component.component_type();
         let imports = ty.imports(&self.engine).map(|(name, _)| name.to_owned()).collect();
         let exports = ty.exports(&self.engine).map(|(name, _)| name.to_owned()).collect();
@@ -172,10 +180,22 @@ impl Loader {
 
     /// Loads `wasm` as an adapter for a store with `grants` (blocking: compiles).
     pub fn load(&self, source: &Wasm, what: String, grants: Grants) -> Result<AdapterImage, LoadError> {
+        self.load_checked(source, what, grants, None)
+    }
+
+    /// [`Self::load`], with the copy of a shipped artifact already checked
+    /// ([`Wasm::checked_copy`]) while the engine was being built.
+    pub fn load_checked(
+        &self,
+        source: &Wasm,
+        what: String,
+        grants: Grants,
+        prechecked: Option<Checked>,
+    ) -> Result<AdapterImage, LoadError> {
         let wasm = source.bytes();
         check_header(wasm, &what)?;
         let digest = source.digest();
-        let component = self.cache.get(&self.engine, wasm, &digest, &what, source.precompiled())?;
+        let component = self.cache.get(&self.engine, wasm, &digest, &what, source.precompiled(), prechecked)?;
         let Some(version) = version_of(&self.engine, &component) else {
             let export = ContractVersion::LATEST.required_exports()[0].to_owned();
             return Err(LoadError::MissingExport { what, export, supported: "0.1.0 and 0.2.0" });

@@ -14,6 +14,7 @@ mod engine_settings;
 pub mod loader;
 pub mod pool;
 pub mod raw;
+pub mod starting;
 pub mod state;
 pub mod supervisor;
 pub mod wasm;

@@ -22,6 +22,15 @@ use rustix::io::Errno;
 /// link (as atomic, and as unwilling to replace); otherwise, on filesystems
 /// with neither, a check and a plain rename.
 pub fn place_new(from: &Path, to: &Path) -> io::Result<bool> {
+    let placed = place_new_unflushed(from, to)?;
+    let dir = to.parent().unwrap_or(Path::new("."));
+    File::open(dir)?.sync_all()?;
+    Ok(placed)
+}
+
+/// [`place_new`] without flushing the directory: for a caller whose next flush
+/// of that directory comes before anything relies on the file being there.
+pub fn place_new_unflushed(from: &Path, to: &Path) -> io::Result<bool> {
     let placed = match rustix::fs::renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
         Ok(()) => true,
         Err(Errno::EXIST) => false,
@@ -31,8 +40,6 @@ pub fn place_new(from: &Path, to: &Path) -> io::Result<bool> {
     if !placed {
         std::fs::remove_file(from)?;
     }
-    let dir = to.parent().unwrap_or(Path::new("."));
-    File::open(dir)?.sync_all()?;
     Ok(placed)
 }
 

@@ -4,9 +4,12 @@
 //! there copies all of it (1.1 MB for `sqlite`) into memory of its own and reads
 //! every page of the binary that holds it: ~2 MiB of a store's resident memory.
 //! With a cache directory, the host writes the artifact there once
-//! (`shipped-<artifact BLAKE3>-<engine hash>.cwasm`, owner-only, through a
-//! temporary file, `fsync` and rename) and maps that file instead, so only the
-//! pages an adapter runs are resident, shared with the page cache.
+//! (`shipped-<artifact BLAKE3>.cwasm`, owner-only, through a temporary file,
+//! `fsync` and rename) and maps that file instead, so only the pages an adapter
+//! runs are resident, shared with the page cache. The name needs no engine:
+//! the artifact's digest names its bytes, which are what they are whatever the
+//! engine (one they do not fit refuses them), so a copy can be checked while
+//! the engine is still being built ([`checked_copy`], then [`mapped`]).
 //!
 //! Before each mapping the copy is checked against the build's digest of the
 //! artifact, which is in the binary, not in the file: it must be this user's
@@ -30,10 +33,15 @@ use wasmtime::component::Component;
 use super::write_file;
 use crate::config::Precompiled;
 
-/// Where the copy of `shipped` lives in `dir`, for engines of compatibility
-/// hash `compat`.
-pub fn path(dir: &Path, shipped: &Precompiled, compat: &str) -> PathBuf {
-    dir.join(format!("shipped-{}-{compat}.cwasm", shipped.artifact_digest.trim()))
+/// Where the copy of `shipped` lives in `dir`.
+pub fn path(dir: &Path, shipped: &Precompiled) -> PathBuf {
+    dir.join(format!("shipped-{}.cwasm", shipped.artifact_digest.trim()))
+}
+
+/// A copy found to be exactly the artifact, open; what [`mapped`] maps.
+pub struct Checked {
+    file: File,
+    path: PathBuf,
 }
 
 /// The copy at `path`, open, if it is exactly the artifact (see the module docs).
@@ -66,12 +74,12 @@ fn open_checked(path: &Path, shipped: &Precompiled) -> Result<File, String> {
     Ok(file)
 }
 
-/// `shipped` mapped from its copy under `dir`, written first when missing or
+/// The copy of `shipped` under `dir`, checked, written first when missing or
 /// failing the check; `None` when that cannot be done (then the caller uses the
 /// embedded artifact).
-pub fn mapped(engine: &Engine, dir: &Path, compat: &str, shipped: Precompiled, what: &str) -> Option<Component> {
-    let path = path(dir, &shipped, compat);
-    let file = match open_checked(&path, &shipped) {
+pub fn checked_copy(dir: &Path, shipped: &Precompiled) -> Option<Checked> {
+    let path = path(dir, shipped);
+    let file = match open_checked(&path, shipped) {
         Ok(file) => file,
         Err(reason) => {
             if std::fs::symlink_metadata(&path).is_ok() {
@@ -85,19 +93,26 @@ pub fn mapped(engine: &Engine, dir: &Path, compat: &str, shipped: Precompiled, w
                 tracing::warn!(path = %path.display(), %reason, "could not copy a shipped artifact to the cache");
                 return None;
             }
-            open_checked(&path, &shipped)
+            open_checked(&path, shipped)
                 .inspect_err(
                     |reason| tracing::warn!(path = %path.display(), %reason, "the copy just written fails its check"),
                 )
                 .ok()?
         }
     };
-    let checked = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-    // SAFETY: `checked` names the descriptor whose bytes were just found to be
+    Some(Checked { file, path })
+}
+
+/// The checked copy mapped; `None` if wasmtime refuses it (then the caller uses
+/// the embedded artifact).
+pub fn mapped(engine: &Engine, checked: Checked, what: &str) -> Option<Component> {
+    let Checked { file, path } = checked;
+    let by_descriptor = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    // SAFETY: `by_descriptor` names the descriptor whose bytes were found to be
     // those of the artifact embedded in this binary (compiled by this crate's
     // build script for this engine's settings): trusted machine code, in a file
     // only this user can change. wasmtime checks that it matches this engine.
-    match unsafe { Component::deserialize_file(engine, &checked) } {
+    match unsafe { Component::deserialize_file(engine, &by_descriptor) } {
         Ok(component) => Some(component),
         Err(e) => {
             tracing::warn!(adapter = %what, path = %path.display(), error = %e, "a cached shipped artifact was refused");

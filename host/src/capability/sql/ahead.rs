@@ -10,10 +10,12 @@
 //! flushes before the commit's own. So the connection opened ahead starts the
 //! WAL on a thread of its own, with a commit that changes nothing (page 1,
 //! `user_version` set to what it is) and, at `sql_sync = "full"`, the host's
-//! flush of it. The store's open does not wait for that; its first call does,
-//! if it comes first.
+//! flush of it. The store's open does not wait for that. Its first call waits
+//! for the frame to be written, not for the flush: the flush goes on beside
+//! the call, whose commit is acknowledged only after a flush of its own.
 
 use std::path::Path;
+use std::sync::mpsc::{Receiver, TryRecvError, sync_channel};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -24,12 +26,17 @@ use super::sqlite::Sqlite;
 
 enum Slot {
     Ready(Sqlite),
-    Starting(JoinHandle<Sqlite>),
+    /// The WAL start's thread hands the connection over once the frame is written.
+    Starting(Receiver<Sqlite>),
 }
 
-/// The connection opened ahead, until a session takes it.
+/// The connection opened ahead, until a session takes it, and the thread that
+/// starts its WAL.
 #[derive(Default)]
-pub struct Ahead(Mutex<Option<Slot>>);
+pub struct Ahead {
+    slot: Mutex<Option<Slot>>,
+    starting: Mutex<Option<JoinHandle<()>>>,
+}
 
 /// Whether the WAL at `wal` has no frame yet (missing or empty).
 fn empty(wal: &Path) -> bool {
@@ -39,34 +46,51 @@ fn empty(wal: &Path) -> bool {
     }
 }
 
+/// Writes the empty WAL's first frame on `conn`, hands `conn` over, then
+/// flushes what it wrote.
+fn start(mut conn: Sqlite, durability: &Durability, busy_timeout: Duration, hand_over: impl FnOnce(Sqlite)) {
+    let written = conn.write_first_frame(busy_timeout, durability.flushes());
+    hand_over(conn);
+    let started = written.and_then(|written| match written {
+        true => durability.started(),
+        false => Ok(()),
+    });
+    match started {
+        Ok(()) => {}
+        // Nothing written: the first commit starts the WAL instead.
+        Err(error) if empty(durability.wal_path()) => {
+            tracing::debug!(?error, "starting the WAL ahead failed; the first commit starts it");
+        }
+        // The WAL's first frame may be off the disk, and every later frame
+        // hangs on it: no later flush may report success.
+        Err(error) => {
+            tracing::warn!(?error, "starting the WAL failed after writing to it; its flushes now fail");
+            durability.refuse_flushes();
+        }
+    }
+}
+
 impl Ahead {
     /// Keeps `conn` for the first session; starts the WAL on it first if the
     /// WAL is empty.
-    pub fn keep(&self, mut conn: Sqlite, durability: &Arc<Durability>, busy_timeout: Duration) {
+    pub fn keep(&self, conn: Sqlite, durability: &Arc<Durability>, busy_timeout: Duration) {
         let slot = if empty(durability.wal_path()) {
             let durability = Arc::clone(durability);
+            let (sender, receiver) = sync_channel(1);
             let starting = std::thread::Builder::new().name("stowage-wal-start".into()).spawn(move || {
-                let started = conn.write_first_frame(busy_timeout).and_then(|written| match written {
-                    true => durability.started(),
-                    false => Ok(()),
+                // No session took it (the store closed first): it closes once
+                // the flush is over.
+                let mut unclaimed = None;
+                start(conn, &durability, busy_timeout, |conn| {
+                    unclaimed = sender.send(conn).err().map(|returned| returned.0);
                 });
-                match started {
-                    Ok(()) => {}
-                    // Nothing written: the first commit starts the WAL instead.
-                    Err(error) if empty(durability.wal_path()) => {
-                        tracing::debug!(?error, "starting the WAL ahead failed; the first commit starts it");
-                    }
-                    // The WAL's first frame may be off the disk, and every later
-                    // frame hangs on it: no later flush may report success.
-                    Err(error) => {
-                        tracing::warn!(?error, "starting the WAL failed after writing to it; its flushes now fail");
-                        durability.refuse_flushes();
-                    }
-                }
-                conn
+                drop(unclaimed);
             });
             match starting {
-                Ok(handle) => Slot::Starting(handle),
+                Ok(handle) => {
+                    *self.starting.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle);
+                    Slot::Starting(receiver)
+                }
                 // No thread: the connection is lost with the closure; the
                 // first session opens another.
                 Err(error) => {
@@ -77,37 +101,46 @@ impl Ahead {
         } else {
             Slot::Ready(conn)
         };
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(slot);
+        *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(slot);
     }
 
-    /// The connection opened ahead, once its WAL is started; `None` if there is
-    /// none (taken, never opened, or its thread panicked).
+    /// The connection opened ahead, once its WAL's first frame is written;
+    /// `None` if there is none (taken, never opened, or its thread panicked).
     pub fn take(&self) -> Option<Box<dyn Connection>> {
-        let slot = self.0.lock().unwrap_or_else(PoisonError::into_inner).take()?;
+        let slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner).take()?;
         let conn = match slot {
             Slot::Ready(conn) => conn,
-            Slot::Starting(handle) => join(handle)?,
+            Slot::Starting(receiver) => match receiver.try_recv() {
+                Ok(conn) => conn,
+                Err(TryRecvError::Empty) => wait(|| receiver.recv().ok())?,
+                Err(TryRecvError::Disconnected) => return None,
+            },
         };
         Some(Box::new(conn))
     }
-}
 
-/// Waits for the WAL start (its flushes may take milliseconds): on a tokio
-/// worker, through `block_in_place`, so the worker's other tasks move on.
-fn join(handle: JoinHandle<Sqlite>) -> Option<Sqlite> {
-    let on_worker = tokio::runtime::Handle::try_current()
-        .is_ok_and(|runtime| runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if on_worker && !handle.is_finished() {
-        tokio::task::block_in_place(|| handle.join().ok())
-    } else {
-        handle.join().ok()
+    /// Closes the connection if no session took it, and waits for the WAL
+    /// start, flush included: nothing of it runs on after the store is closed
+    /// (its directory may be removed next).
+    pub fn close(&self) {
+        drop(self.take());
+        let starting = self.starting.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(handle) = starting.filter(|handle| !handle.is_finished()) {
+            let _ = wait(|| handle.join());
+        }
     }
 }
 
-/// A dropped store waits for its WAL start: nothing of it runs on after the
-/// store is gone (its directory may be removed next).
+/// Waits for the WAL start (writing its frame may wait on the disk): on a tokio
+/// worker, through `block_in_place`, so the worker's other tasks move on.
+fn wait<T>(f: impl FnOnce() -> T) -> T {
+    let on_worker = tokio::runtime::Handle::try_current()
+        .is_ok_and(|runtime| runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if on_worker { tokio::task::block_in_place(f) } else { f() }
+}
+
 impl Drop for Ahead {
     fn drop(&mut self) {
-        drop(self.take());
+        self.close();
     }
 }

@@ -9,6 +9,11 @@
 //! half-made database under the store's name. When another process puts its
 //! file in place first, that one is kept and this one removed
 //! ([`place_new`]).
+//!
+//! At `sql_sync = "full"` the directory is not flushed here: nothing is
+//! acknowledged before the host's first flush of the WAL, which flushes the WAL's
+//! directory (the same one) with it, so the rename is durable by then; a crash
+//! before leaves no database, or this one, whole.
 
 use std::fs::File;
 use std::io;
@@ -17,16 +22,18 @@ use std::path::{Path, PathBuf};
 use rusqlite::OpenFlags;
 
 use super::sqlite::map_error;
-use crate::util::place::place_new;
+use crate::util::place::{place_new, place_new_unflushed};
 use crate::wit::SqlErrorKind;
 
-/// Makes the SQLite file at `path`, in WAL mode, unless something is there.
-pub fn create_if_missing(path: &Path) -> Result<(), SqlErrorKind> {
+/// Makes the SQLite file at `path`, in WAL mode, unless something is there;
+/// flushes its directory unless `wal_flushed` (the WAL's first flush does).
+/// `true` when a file was put in place and its directory left unflushed.
+pub fn create_if_missing(path: &Path, wal_flushed: bool) -> Result<bool, SqlErrorKind> {
     if std::fs::symlink_metadata(path).is_ok() {
-        return Ok(());
+        return Ok(false);
     }
     let temporary = temporary_name(path)?;
-    let made = make(&temporary).and_then(|()| place(&temporary, path));
+    let made = make(&temporary).and_then(|()| place(&temporary, path, wal_flushed));
     if made.is_err() {
         for suffix in ["", "-journal", "-wal", "-shm"] {
             let mut name = temporary.clone().into_os_string();
@@ -34,7 +41,7 @@ pub fn create_if_missing(path: &Path) -> Result<(), SqlErrorKind> {
             let _ = std::fs::remove_file(name);
         }
     }
-    made
+    made.map(|()| wal_flushed)
 }
 
 /// `.<name>.<random>.new` beside `path`.
@@ -46,8 +53,8 @@ fn temporary_name(path: &Path) -> Result<PathBuf, SqlErrorKind> {
     Ok(path.with_file_name(format!(".{}.{nonce}.new", name.to_string_lossy())))
 }
 
-/// A new database at `path`, switched to WAL mode without a flush, then
-/// flushed once.
+/// A new database at `path`, switched to WAL mode without a flush or a
+/// rollback journal, then flushed once.
 fn make(path: &Path) -> Result<(), SqlErrorKind> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
@@ -55,6 +62,13 @@ fn make(path: &Path) -> Result<(), SqlErrorKind> {
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;
     let conn = rusqlite::Connection::open_with_flags(path, flags).map_err(map_error)?;
     conn.pragma_update(None, "synchronous", "OFF").map_err(map_error)?;
+    // The switch to WAL writes page 1 under the journal mode before it: with
+    // none, without making, writing and deleting a rollback journal (the file
+    // comes out the same, byte for byte).
+    let off: String = conn.pragma_update_and_check(None, "journal_mode", "OFF", |row| row.get(0)).map_err(map_error)?;
+    if !off.eq_ignore_ascii_case("off") {
+        return Err(SqlErrorKind::Io(format!("a new database stayed in journal mode {off}")));
+    }
     let mode: String =
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)).map_err(map_error)?;
     if !mode.eq_ignore_ascii_case("wal") {
@@ -65,9 +79,10 @@ fn make(path: &Path) -> Result<(), SqlErrorKind> {
 }
 
 /// Renames `from` to `to` unless `to` exists (then `from` is removed), and
-/// flushes their directory.
-fn place(from: &Path, to: &Path) -> Result<(), SqlErrorKind> {
-    place_new(from, to).map(drop).map_err(|e| io("putting in place", to, e))
+/// flushes their directory unless `wal_flushed`.
+fn place(from: &Path, to: &Path, wal_flushed: bool) -> Result<(), SqlErrorKind> {
+    let placed = if wal_flushed { place_new_unflushed(from, to) } else { place_new(from, to) };
+    placed.map(drop).map_err(|e| io("putting in place", to, e))
 }
 
 fn io(what: &str, path: &Path, e: io::Error) -> SqlErrorKind {
@@ -81,7 +96,7 @@ mod tests {
     type TestResult = Result<(), Box<dyn std::error::Error>>;
 
     fn create(path: &Path) -> Result<(), String> {
-        create_if_missing(path).map_err(|e| format!("{e:?}"))
+        create_if_missing(path, false).map(drop).map_err(|e| format!("{e:?}"))
     }
 
     #[test]

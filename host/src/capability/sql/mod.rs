@@ -232,7 +232,9 @@ impl SqlDatabase {
 
     /// A new connection to the SQLite file, made first if missing.
     fn open_sqlite(&self) -> Result<sqlite::Sqlite, SqlErrorKind> {
-        fresh::create_if_missing(&self.path)?;
+        if fresh::create_if_missing(&self.path, self.durability.flushes())? {
+            self.durability.placed_unflushed();
+        }
         let d = &self.durability;
         sqlite::open(&self.path, self.busy_timeout, d.wal_frames(), d.wal_commits(), d.refusal())
     }
@@ -255,7 +257,7 @@ impl SqlDatabase {
 
     /// Closes the connection opened ahead if no session took it.
     pub fn close_ahead(&self) {
-        drop(self.ahead.take());
+        self.ahead.close();
     }
 
     /// Waits for this host's turn to write to the database (SQLite only; `None`

@@ -154,7 +154,8 @@ fn authorize(ctx: AuthContext<'_>, host_control: bool) -> Authorization {
         AuthAction::Transaction { .. } | AuthAction::Savepoint { .. } if !host_control => Authorization::Deny,
         AuthAction::Attach { .. } | AuthAction::Detach { .. } => Authorization::Deny,
         AuthAction::Pragma { pragma_name, .. } => {
-            if ALLOWED_PRAGMAS.contains(&pragma_name.to_ascii_lowercase().as_str()) {
+            let name = pragma_name.to_ascii_lowercase();
+            if ALLOWED_PRAGMAS.contains(&name.as_str()) || (host_control && name == "synchronous") {
                 Authorization::Allow
             } else {
                 Authorization::Deny
@@ -301,18 +302,26 @@ impl Sqlite {
     /// Gives an empty WAL its first frame with a commit that changes nothing
     /// (page 1, `user_version` set to what it is), without waiting for another
     /// writer: `Ok(false)` if one holds the lock. See [`super::SqlDatabase::open_ahead`].
-    pub fn write_first_frame(&mut self, busy_timeout: Duration) -> Result<bool, SqlErrorKind> {
+    /// `flushed_after`: the caller flushes the WAL and its directory once this
+    /// returns (`sql_sync = "full"`), so SQLite need not flush the new WAL's header
+    /// and directory before the frame, two flushes in a row.
+    pub fn write_first_frame(&mut self, busy_timeout: Duration, flushed_after: bool) -> Result<bool, SqlErrorKind> {
         self.conn.busy_timeout(Duration::ZERO).map_err(map_error)?;
         let written = self.host(|conn| {
-            conn.execute_batch("BEGIN IMMEDIATE")?;
-            let same = conn
-                .query_row("PRAGMA user_version", [], |row| row.get::<_, i64>(0))
-                .and_then(|version| conn.execute_batch(&format!("PRAGMA user_version = {version}")))
-                .and_then(|()| conn.execute_batch("COMMIT"));
-            if same.is_err() && !conn.is_autocommit() {
-                let _ = conn.execute_batch("ROLLBACK");
+            if flushed_after {
+                conn.execute_batch("PRAGMA synchronous = OFF")?;
             }
-            same
+            let same = conn.execute_batch("BEGIN IMMEDIATE").and_then(|()| {
+                let same = conn
+                    .query_row("PRAGMA user_version", [], |row| row.get::<_, i64>(0))
+                    .and_then(|version| conn.execute_batch(&format!("PRAGMA user_version = {version}")))
+                    .and_then(|()| conn.execute_batch("COMMIT"));
+                if same.is_err() && !conn.is_autocommit() {
+                    let _ = conn.execute_batch("ROLLBACK");
+                }
+                same
+            });
+            conn.execute_batch("PRAGMA synchronous = NORMAL").and(same)
         });
         self.conn.busy_timeout(busy_timeout).map_err(map_error)?;
         match written {
@@ -360,4 +369,31 @@ fn rows_of(stmt: &mut rusqlite::Statement<'_>, params: &[Value], max_bytes: u64)
         out.push(values);
     }
     Ok(Rows { columns, rows: out })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Starting an empty WAL for a caller that flushes it after: the frame is
+    /// written (header and page 1) and the connection is back at `NORMAL`, so the
+    /// adapter's commits never run unflushed by SQLite's own rules either.
+    #[test]
+    fn the_first_frame_is_written_and_synchronous_restored() -> Result<(), Box<dyn std::error::Error>> {
+        for flushed_after in [true, false] {
+            let dir = tempfile::tempdir()?;
+            let path = dir.path().join("t.db");
+            super::super::fresh::create_if_missing(&path, false).map_err(|e| format!("{e:?}"))?;
+            let counters = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
+            let mut conn = open(&path, Duration::from_secs(1), counters.0, counters.1, counters.2)
+                .map_err(|e| format!("{e:?}"))?;
+            assert!(conn.write_first_frame(Duration::from_secs(1), flushed_after).map_err(|e| format!("{e:?}"))?);
+            let synchronous: i64 = conn
+                .host(|conn| conn.pragma_query_value(None, "synchronous", |row| row.get(0)))
+                .map_err(|e| format!("{e:?}"))?;
+            assert_eq!(synchronous, 1, "NORMAL again ({flushed_after})");
+            assert_eq!(std::fs::metadata(dir.path().join("t.db-wal"))?.len(), 32 + 24 + 4096);
+        }
+        Ok(())
+    }
 }

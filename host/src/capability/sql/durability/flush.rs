@@ -99,12 +99,15 @@ impl Durability {
                 // No WAL: everything committed was checkpointed and synced on close.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     state.wal = None;
-                    return Ok(());
+                    drop(state);
+                    return self.flush_dir_if_unflushed();
                 }
                 Err(e) => return Err(io("inspecting", &self.wal, e)),
             };
             match state.wal.as_ref() {
-                Some((file, held)) if *held == current => (Arc::clone(file), None),
+                Some((file, held)) if *held == current && !self.dir_unflushed.load(Ordering::Acquire) => {
+                    (Arc::clone(file), None)
+                }
                 _ => {
                     let file = File::open(&self.wal).map_err(|e| io("opening", &self.wal, e))?;
                     // The identity of what was opened, should the file have changed since.
@@ -120,7 +123,9 @@ impl Durability {
         // too, beside its data (two flushes at once, not one after the other),
         // and the file is kept only once both are done, so a failed flush of
         // either is tried again whole.
-        let dir = self.wal.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = self.wal_dir();
+        // Taken now: a rename after this flush began is not covered by it.
+        let unflushed = self.dir_unflushed.swap(false, Ordering::AcqRel);
         let flush_dir = || File::open(dir).and_then(|d| d.sync_all());
         let (data, entry) = std::thread::scope(|scope| {
             match std::thread::Builder::new().spawn_scoped(scope, flush_dir) {
@@ -132,6 +137,9 @@ impl Durability {
                 Err(_) => (self.flush_data(&file, false), flush_dir()),
             }
         });
+        if (data.is_err() || entry.is_err()) && unflushed {
+            self.dir_unflushed.store(true, Ordering::Release);
+        }
         data?;
         // A directory entry that failed to flush is flushed again, whole, by the
         // next flush (the file is not kept as flushed).
@@ -141,5 +149,23 @@ impl Durability {
             state.wal = Some((file, opened));
         }
         Ok(())
+    }
+
+    /// The WAL's directory (the database file's).
+    fn wal_dir(&self) -> &Path {
+        self.wal.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."))
+    }
+
+    /// Flushes the directory if the database file was put in place without it
+    /// ([`Durability::placed_unflushed`]) and no flush has covered it since.
+    fn flush_dir_if_unflushed(&self) -> Result<(), SqlErrorKind> {
+        if !self.dir_unflushed.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let dir = self.wal_dir();
+        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| {
+            self.dir_unflushed.store(true, Ordering::Release);
+            io("flushing", dir, e)
+        })
     }
 }

@@ -78,6 +78,9 @@ pub struct Durability {
     wal_name: Named,
     /// Wait for a flush before acknowledging (`sql_sync = "full"`).
     flush: bool,
+    /// The database file was put in place without flushing its directory
+    /// ([`Self::placed_unflushed`]): the next flush flushes it, WAL or not.
+    dir_unflushed: AtomicBool,
     state: Mutex<State>,
     /// The highest ticket known durable.
     durable: watch::Sender<u64>,
@@ -125,6 +128,7 @@ impl Durability {
             wal_name: Named::new(&wal),
             wal,
             flush,
+            dir_unflushed: AtomicBool::new(false),
             state: Mutex::new(State::default()),
             durable: watch::channel(0).0,
             checkpointing,
@@ -226,6 +230,18 @@ impl Durability {
         }
         let reserved = self.state().reserved;
         (reserved > *self.durable.borrow()).then_some(reserved)
+    }
+
+    /// Whether the host flushes the WAL (`sql_sync = "full"`).
+    pub fn flushes(&self) -> bool {
+        self.flush
+    }
+
+    /// The database file was just renamed into place and its directory not
+    /// flushed: the next flush of the WAL flushes it (a WAL's first flush does
+    /// anyway; without a WAL, all checkpointed into the file, it still must).
+    pub fn placed_unflushed(&self) {
+        self.dir_unflushed.store(true, Ordering::Release);
     }
 
     /// The WAL's path.

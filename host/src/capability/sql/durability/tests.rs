@@ -296,3 +296,29 @@ async fn a_read_waits_for_a_commit_under_way_then_its_flush() -> Result<(), Box<
     assert!(durability.unflushed().is_none(), "both flushed");
     Ok(())
 }
+
+/// A database file put in place without flushing its directory has the directory
+/// flushed by the next flush of the WAL: with no WAL at all (everything
+/// checkpointed into the file), and with a WAL held from an earlier flush; one
+/// that fails owes it again.
+#[test]
+fn a_database_placed_unflushed_has_its_directory_flushed_by_the_next_flush() -> Result<(), Box<dyn std::error::Error>> {
+    let owed = |d: &Durability| d.dir_unflushed.load(Ordering::Acquire);
+    let dir = tempfile::tempdir()?;
+    let no_wal = Durability::new(&dir.path().join("none.db"), true, None, Duration::from_secs(1));
+    no_wal.placed_unflushed();
+    no_wal.started().map_err(|e| format!("{e:?}"))?;
+    assert!(!owed(&no_wal), "flushed without a WAL");
+    let (_db, conn, held) = wal_database(&dir)?;
+    held.started().map_err(|e| format!("{e:?}"))?;
+    assert!(held.state().wal.is_some(), "the WAL is held after its first flush");
+    held.placed_unflushed();
+    conn.execute_batch("INSERT INTO t VALUES (1)")?;
+    held.started().map_err(|e| format!("{e:?}"))?;
+    assert!(!owed(&held), "flushed beside the held WAL's data");
+    let gone = Durability::new(&dir.path().join("missing").join("t.db"), true, None, Duration::from_secs(1));
+    gone.placed_unflushed();
+    assert!(gone.started().is_err(), "a directory that cannot be flushed fails the flush");
+    assert!(owed(&gone), "and is owed to the next one");
+    Ok(())
+}
