@@ -1,5 +1,5 @@
 //! Flushing the WAL: its data, and its directory entry the first time a WAL
-//! file is seen.
+//! file is seen or when the database file was put in place without flushing it.
 
 use std::fs::File;
 use std::ops::Deref;
@@ -149,6 +149,18 @@ impl Durability {
             state.wal = Some((file, opened));
         }
         Ok(())
+    }
+
+    /// Whether the host flushes the WAL (`sql_sync = "full"`).
+    pub fn flushes(&self) -> bool {
+        self.flush
+    }
+
+    /// The database file was just renamed into place and its directory not
+    /// flushed: the next flush of the WAL flushes it (a WAL's first flush does
+    /// anyway; without a WAL, all checkpointed into the file, it still must).
+    pub fn placed_unflushed(&self) {
+        self.dir_unflushed.store(true, Ordering::Release);
     }
 
     /// The WAL's directory (the database file's).

@@ -232,18 +232,6 @@ impl Durability {
         (reserved > *self.durable.borrow()).then_some(reserved)
     }
 
-    /// Whether the host flushes the WAL (`sql_sync = "full"`).
-    pub fn flushes(&self) -> bool {
-        self.flush
-    }
-
-    /// The database file was just renamed into place and its directory not
-    /// flushed: the next flush of the WAL flushes it (a WAL's first flush does
-    /// anyway; without a WAL, all checkpointed into the file, it still must).
-    pub fn placed_unflushed(&self) {
-        self.dir_unflushed.store(true, Ordering::Release);
-    }
-
     /// The WAL's path.
     pub fn wal_path(&self) -> &Path {
         &self.wal
