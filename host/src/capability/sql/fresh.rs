@@ -10,10 +10,15 @@
 //! file in place first, that one is kept and this one removed
 //! ([`place_new`]).
 //!
-//! At `sql_sync = "full"` the directory is not flushed here: nothing is
-//! acknowledged before the host's first flush of the WAL, which flushes the WAL's
-//! directory (the same one) with it, so the rename is durable by then; a crash
-//! before leaves no database, or this one, whole.
+//! At `sql_sync = "full"` neither the file nor the directory is flushed here:
+//! nothing is acknowledged before the host's first flush of the WAL, which
+//! flushes both beside it ([`Durability::placed_unflushed`]), so the file and its
+//! rename are durable by then. A crash before leaves no database, an empty file
+//! (an empty database, put in WAL mode again when opened: SQLite deletes a WAL
+//! beside an empty database, and nothing in it was acknowledged), or this one
+//! whole.
+//!
+//! [`Durability::placed_unflushed`]: super::durability::Durability::placed_unflushed
 
 use std::fs::File;
 use std::io;
@@ -26,14 +31,14 @@ use crate::util::place::{place_new, place_new_unflushed};
 use crate::wit::SqlErrorKind;
 
 /// Makes the SQLite file at `path`, in WAL mode, unless something is there;
-/// flushes its directory unless `wal_flushed` (the WAL's first flush does).
-/// `true` when a file was put in place and its directory left unflushed.
+/// flushes it and its directory unless `wal_flushed` (the WAL's first flush
+/// does). `true` when a file was put in place and left unflushed.
 pub fn create_if_missing(path: &Path, wal_flushed: bool) -> Result<bool, SqlErrorKind> {
     if std::fs::symlink_metadata(path).is_ok() {
         return Ok(false);
     }
     let temporary = temporary_name(path)?;
-    let made = make(&temporary).and_then(|()| place(&temporary, path, wal_flushed));
+    let made = make(&temporary, !wal_flushed).and_then(|()| place(&temporary, path, wal_flushed));
     if made.is_err() {
         for suffix in ["", "-journal", "-wal", "-shm"] {
             let mut name = temporary.clone().into_os_string();
@@ -54,8 +59,8 @@ fn temporary_name(path: &Path) -> Result<PathBuf, SqlErrorKind> {
 }
 
 /// A new database at `path`, switched to WAL mode without a flush or a
-/// rollback journal, then flushed once.
-fn make(path: &Path) -> Result<(), SqlErrorKind> {
+/// rollback journal, then flushed once if `flush`.
+fn make(path: &Path, flush: bool) -> Result<(), SqlErrorKind> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
@@ -75,6 +80,9 @@ fn make(path: &Path) -> Result<(), SqlErrorKind> {
         return Err(SqlErrorKind::Io(format!("a new database stayed in journal mode {mode}")));
     }
     conn.close().map_err(|(_, e)| map_error(e))?;
+    if !flush {
+        return Ok(());
+    }
     File::open(path).and_then(|file| file.sync_all()).map_err(|e| io("flushing", path, e))
 }
 
@@ -127,6 +135,40 @@ mod tests {
         create(&path)?;
         assert!(!dir.path().join("elsewhere").exists(), "a link is never followed");
         assert_eq!(std::fs::read_dir(dir.path())?.count(), 1);
+        Ok(())
+    }
+
+    /// At `sql_sync = "full"` the file is put in place unflushed: a crash may
+    /// leave it empty, beside a WAL whose frames were never acknowledged. Opened
+    /// again, that is an empty database in WAL mode, the stale WAL dropped.
+    #[test]
+    fn a_file_a_crash_left_empty_opens_as_an_empty_wal_database() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("sql.sqlite3");
+        let placed = create_if_missing(&path, true).map_err(|e| format!("{e:?}"))?;
+        assert!(placed, "placed, its flush owed to the WAL's first");
+        let conn = rusqlite::Connection::open(&path)?;
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+        conn.execute_batch("CREATE TABLE lost (x); INSERT INTO lost VALUES (1);")?;
+        drop(conn);
+        assert!(dir.path().join("sql.sqlite3-wal").metadata()?.len() > 0, "the frames are in the WAL");
+        // The crash: the file's bytes never reached the disk.
+        std::fs::File::create(&path)?;
+        let refused = std::sync::Arc::default();
+        let opened = super::super::sqlite::open(
+            &path,
+            std::time::Duration::from_secs(1),
+            Default::default(),
+            Default::default(),
+            refused,
+        )
+        .map_err(|e| format!("{e:?}"))?;
+        drop(opened);
+        let conn = rusqlite::Connection::open(&path)?;
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0))?;
+        assert_eq!(mode, "wal");
+        let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))?;
+        assert_eq!(tables, 0, "nothing of the unacknowledged WAL is read");
         Ok(())
     }
 }

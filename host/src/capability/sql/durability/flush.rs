@@ -1,5 +1,6 @@
 //! Flushing the WAL: its data, and its directory entry the first time a WAL
-//! file is seen or when the database file was put in place without flushing it.
+//! file is seen; and the database file with its directory entry when the file
+//! was put in place without flushing either.
 
 use std::fs::File;
 use std::ops::Deref;
@@ -100,12 +101,12 @@ impl Durability {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     state.wal = None;
                     drop(state);
-                    return self.flush_dir_if_unflushed();
+                    return self.flush_placed_if_unflushed();
                 }
                 Err(e) => return Err(io("inspecting", &self.wal, e)),
             };
             match state.wal.as_ref() {
-                Some((file, held)) if *held == current && !self.dir_unflushed.load(Ordering::Acquire) => {
+                Some((file, held)) if *held == current && !self.placed_unflushed.load(Ordering::Acquire) => {
                     (Arc::clone(file), None)
                 }
                 _ => {
@@ -119,31 +120,35 @@ impl Durability {
         let Some(opened) = opened else {
             return self.flush_data(&file, handoff);
         };
-        // A WAL this flush is the first to see: its directory entry is flushed
-        // too, beside its data (two flushes at once, not one after the other),
-        // and the file is kept only once both are done, so a failed flush of
-        // either is tried again whole.
-        let dir = self.wal_dir();
+        // A WAL this flush is the first to see: the database file and their
+        // directory are flushed too, beside its data (two flushes at once, not
+        // one after the other), and the file is kept only once all are done, so
+        // a failed flush of any is tried again whole. The database file: it may
+        // have been put in place unflushed, here or by a host that stopped
+        // before its first flush (flushing a clean file costs next to nothing).
         // Taken now: a rename after this flush began is not covered by it.
-        let unflushed = self.dir_unflushed.swap(false, Ordering::AcqRel);
-        let flush_dir = || File::open(dir).and_then(|d| d.sync_all());
+        let unflushed = self.placed_unflushed.swap(false, Ordering::AcqRel);
+        let flush_entry = || self.flush_entry();
         let (data, entry) = std::thread::scope(|scope| {
-            match std::thread::Builder::new().spawn_scoped(scope, flush_dir) {
+            match std::thread::Builder::new().spawn_scoped(scope, flush_entry) {
                 Ok(entry) => {
                     let data = self.flush_data(&file, false);
-                    (data, entry.join().unwrap_or_else(|_| Err(std::io::Error::other("the flush panicked"))))
+                    let entry = entry.join().unwrap_or_else(|_| {
+                        Err(SqlErrorKind::Io(format!("flushing {}: the flush panicked", self.wal_dir().display())))
+                    });
+                    (data, entry)
                 }
                 // No thread to spare: one after the other.
-                Err(_) => (self.flush_data(&file, false), flush_dir()),
+                Err(_) => (self.flush_data(&file, false), flush_entry()),
             }
         });
         if (data.is_err() || entry.is_err()) && unflushed {
-            self.dir_unflushed.store(true, Ordering::Release);
+            self.placed_unflushed.store(true, Ordering::Release);
         }
         data?;
         // A directory entry that failed to flush is flushed again, whole, by the
         // next flush (the file is not kept as flushed).
-        entry.map_err(|e| io("flushing", dir, e))?;
+        entry?;
         let mut state = self.state();
         if state.wal.as_ref().is_none_or(|(_, held)| *held != opened) {
             state.wal = Some((file, opened));
@@ -156,11 +161,14 @@ impl Durability {
         self.flush
     }
 
-    /// The database file was just renamed into place and its directory not
-    /// flushed: the next flush of the WAL flushes it (a WAL's first flush does
-    /// anyway; without a WAL, all checkpointed into the file, it still must).
+    /// The database file was just renamed into place, and neither it nor its
+    /// directory flushed: the next flush of the WAL flushes both (a WAL's first
+    /// flush flushes the directory anyway; without a WAL, all checkpointed
+    /// into the file, it still must). Until then no commit is acknowledged, and
+    /// a crash leaves no file, an empty one (an empty database, switched to WAL
+    /// mode again on open) or this one whole.
     pub fn placed_unflushed(&self) {
-        self.dir_unflushed.store(true, Ordering::Release);
+        self.placed_unflushed.store(true, Ordering::Release);
     }
 
     /// The WAL's directory (the database file's).
@@ -168,16 +176,22 @@ impl Durability {
         self.wal.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."))
     }
 
-    /// Flushes the directory if the database file was put in place without it
-    /// ([`Durability::placed_unflushed`]) and no flush has covered it since.
-    fn flush_dir_if_unflushed(&self) -> Result<(), SqlErrorKind> {
-        if !self.dir_unflushed.swap(false, Ordering::AcqRel) {
-            return Ok(());
+    /// Flushes the database file (gone: nothing to flush), then its directory.
+    fn flush_entry(&self) -> Result<(), SqlErrorKind> {
+        match File::open(&self.db).and_then(|db| db.sync_all()) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io("flushing", &self.db, e)),
+            _ => {}
         }
         let dir = self.wal_dir();
-        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| {
-            self.dir_unflushed.store(true, Ordering::Release);
-            io("flushing", dir, e)
-        })
+        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io("flushing", dir, e))
+    }
+
+    /// Flushes the database file and its directory if the file was put in place
+    /// without ([`Durability::placed_unflushed`]) and no flush has covered it since.
+    fn flush_placed_if_unflushed(&self) -> Result<(), SqlErrorKind> {
+        if !self.placed_unflushed.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.flush_entry().inspect_err(|_| self.placed_unflushed.store(true, Ordering::Release))
     }
 }

@@ -78,9 +78,9 @@ pub struct Durability {
     wal_name: Named,
     /// Wait for a flush before acknowledging (`sql_sync = "full"`).
     flush: bool,
-    /// The database file was put in place without flushing its directory
-    /// ([`Self::placed_unflushed`]): the next flush flushes it, WAL or not.
-    dir_unflushed: AtomicBool,
+    /// The database file was put in place without flushing it or its directory
+    /// ([`Self::placed_unflushed`]): the next flush flushes both, WAL or not.
+    placed_unflushed: AtomicBool,
     state: Mutex<State>,
     /// The highest ticket known durable.
     durable: watch::Sender<u64>,
@@ -128,7 +128,7 @@ impl Durability {
             wal_name: Named::new(&wal),
             wal,
             flush,
-            dir_unflushed: AtomicBool::new(false),
+            placed_unflushed: AtomicBool::new(false),
             state: Mutex::new(State::default()),
             durable: watch::channel(0).0,
             checkpointing,

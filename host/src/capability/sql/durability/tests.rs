@@ -297,13 +297,14 @@ async fn a_read_waits_for_a_commit_under_way_then_its_flush() -> Result<(), Box<
     Ok(())
 }
 
-/// A database file put in place without flushing its directory has the directory
+/// A database file put in place without flushing it or its directory has both
 /// flushed by the next flush of the WAL: with no WAL at all (everything
 /// checkpointed into the file), and with a WAL held from an earlier flush; one
 /// that fails owes it again.
 #[test]
-fn a_database_placed_unflushed_has_its_directory_flushed_by_the_next_flush() -> Result<(), Box<dyn std::error::Error>> {
-    let owed = |d: &Durability| d.dir_unflushed.load(Ordering::Acquire);
+fn a_database_placed_unflushed_is_flushed_with_its_directory_by_the_next_flush()
+-> Result<(), Box<dyn std::error::Error>> {
+    let owed = |d: &Durability| d.placed_unflushed.load(Ordering::Acquire);
     let dir = tempfile::tempdir()?;
     let no_wal = Durability::new(&dir.path().join("none.db"), true, None, Duration::from_secs(1));
     no_wal.placed_unflushed();
