@@ -4,17 +4,19 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use tokio::task::JoinHandle;
+
 use crate::adapter::client::Client;
 use crate::adapter::engine::{self, Allocator};
 use crate::adapter::loader::{self, AdapterImage, Loader};
 use crate::adapter::starting::Starting;
 use crate::adapter::wasm::{Setup, WasmBackend, local_database};
-use crate::capability::sql::PostgresSettings;
+use crate::capability::sql::{PostgresSettings, SqlDatabase};
 use crate::capability::{self, Capability, Grants, ImportNeed};
-use crate::config::{AdapterSource, Isolation, RuntimeConfig, StoreConfig};
+use crate::config::{AdapterSource, Isolation, KeySource, Limits, RuntimeConfig, SqlSync, StoreConfig};
 use crate::error::{Error, LoadError};
-use crate::integrity::Protector;
 use crate::integrity::source::{self, Rotation};
+use crate::integrity::{Keyring, Protector};
 use crate::layout::{self, Layout};
 use crate::store::{SharedDatabase, Store};
 use crate::wit::ContractVersion;
@@ -67,24 +69,34 @@ struct RuntimeInner {
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Error> + Send + 'static) -> Result<T, Error> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| Error::Internal(format!("blocking task failed: {e}")))?
+    joined(tokio::task::spawn_blocking(f)).await
 }
 
-/// Runs `f` on a thread of its own, started now: not when the returned future is
-/// first polled, and not queued behind other work on the blocking pool (whose
-/// second thread can start a millisecond late on a small virtual machine).
-fn on_thread<T: Send + 'static>(
-    name: &str,
-    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
-) -> impl std::future::Future<Output = Result<T, Error>> {
-    let (sender, receiver) = tokio::sync::oneshot::channel();
-    let spawned = std::thread::Builder::new().name(name.to_owned()).spawn(move || {
-        let _ = sender.send(f());
+async fn joined<T>(task: JoinHandle<Result<T, Error>>) -> Result<T, Error> {
+    task.await.map_err(|e| Error::Internal(format!("blocking task failed: {e}")))?
+}
+
+/// What a store's open makes ready beside loading its adapter: its directories,
+/// a local SQLite file with the connection opened ahead (`local_sql`: its limits
+/// and sync level), and its keyring. One after the other, on one thread: the
+/// file first, so that starting its WAL (on a thread of its own) overlaps the
+/// keyring's flushes. A thread for the keyring, tried before, was no gain while
+/// the adapter loads: on a small machine busy with that, a new thread waited up
+/// to 3 ms to be scheduled, longer than its work.
+fn prepare(
+    data_dir: &Path,
+    keys: &KeySource,
+    local_sql: Option<(Limits, SqlSync)>,
+) -> Result<(Layout, Keyring, Option<Arc<SqlDatabase>>), Error> {
+    let layout = Layout::prepare(data_dir)?;
+    let sql_local = local_sql.map(|(limits, sync)| {
+        let db = local_database(layout.sql_path(), &limits, sync);
+        db.open_ahead();
+        Arc::new(db)
     });
-    async move {
-        spawned.map_err(|e| Error::Internal(format!("no thread to run on: {e}")))?;
-        receiver.await.map_err(|_| Error::Internal("a thread of the open failed".into()))?
-    }
+    let keyring =
+        source::load(keys, &layout.private_dir()).map_err(|e| Error::Config(format!("integrity keys: {e}")))?;
+    Ok((layout, keyring, sql_local))
 }
 
 /// Adds a fresh integrity key to the store's keyring and makes it current (old
@@ -117,8 +129,13 @@ impl Runtime {
     }
 
     async fn load_image(&self, source: &AdapterSource, grants: Grants) -> Result<AdapterImage, Error> {
+        joined(self.start_load(source, grants)).await
+    }
+
+    /// Loads an adapter on the blocking pool, started now (not when awaited).
+    fn start_load(&self, source: &AdapterSource, grants: Grants) -> JoinHandle<Result<AdapterImage, Error>> {
         let (runtime, source) = (self.clone(), source.clone());
-        blocking(move || {
+        tokio::task::spawn_blocking(move || {
             let wasm = loader::read_source(&source)?;
             // While the engine is still being built, a shipped artifact's
             // copy is checked meanwhile (hashing ~1 MB) instead of after.
@@ -130,7 +147,6 @@ impl Runtime {
             let loader = runtime.loader()?;
             Ok(loader.load_checked(&wasm, source.describe(), grants, prechecked)?)
         })
-        .await
     }
 
     /// Compiles a component and lists what it imports and exports, without
@@ -180,42 +196,21 @@ impl Runtime {
     /// creates its keys, and starts one warm instance.
     pub async fn open_store(&self, config: StoreConfig) -> Result<Store, Error> {
         config.validate(&self.inner.config)?;
-        // The adapter loads (its artifact checked, deserialised) while the data
-        // directory, the keyring and a local SQLite file are made ready: mostly
-        // CPU on one side, mostly flushes on the other.
-        let (data_dir, keys) = (config.data_dir.clone(), config.keys.clone());
+        // The adapter loads (its artifact checked, deserialised) on the blocking
+        // pool while the data directory, the keyring and a local SQLite file
+        // are made ready on this thread: mostly CPU on one side, mostly the disk
+        // on the other. This thread, not one of its own: on a small machine
+        // busy loading, a new thread waited up to a millisecond to be scheduled.
+        let load = self.start_load(&config.adapter, config.grants);
         let local_sql = (config.isolation == Isolation::Shared
             && config.grants.contains(Capability::Sql)
             && config.sql.url.is_none())
         .then(|| (config.limits.clone(), config.sql_sync));
-        let prepared = on_thread("stowage-open", move || {
-            let layout = Layout::prepare(&data_dir)?;
-            // The keyring's flushes and the database file's overlap too; the
-            // database, the longer of the two, goes on on this thread at once.
-            let private_dir = layout.private_dir();
-            let load_keys =
-                || source::load(&keys, &private_dir).map_err(|e| Error::Config(format!("integrity keys: {e}")));
-            let (keyring, sql_local) = std::thread::scope(|scope| {
-                let keyring = std::thread::Builder::new().name("stowage-keys".into()).spawn_scoped(scope, load_keys);
-                let sql_local = local_sql.map(|(limits, sync)| {
-                    let db = local_database(layout.sql_path(), &limits, sync);
-                    db.open_ahead();
-                    Arc::new(db)
-                });
-                let keyring = match keyring {
-                    Ok(loading) => {
-                        loading.join().unwrap_or_else(|_| Err(Error::Internal("loading the keys panicked".into())))
-                    }
-                    Err(_) => load_keys(),
-                };
-                keyring.map(|keyring| (keyring, sql_local))
-            })?;
-            Ok((layout, keyring, sql_local))
-        });
+        let prepared = crate::util::blocking::here(|| prepare(&config.data_dir, &config.keys, local_sql));
         // Both run to their end: nothing is made after a failed open returns, and
         // an adapter that cannot load is the error reported. (A failed open may
         // leave the data directory made, with its keyring and database.)
-        let (image, prepared) = tokio::join!(self.load_image(&config.adapter, config.grants), prepared);
+        let image = joined(load).await;
         let image = Arc::new(image?);
         let (layout, keyring, sql_local) = prepared?;
         let sql_server = capability::sql::server_database(&config, image.version)?;

@@ -23,6 +23,7 @@ use std::time::Duration;
 use super::Connection;
 use super::durability::Durability;
 use super::sqlite::Sqlite;
+use crate::util::blocking;
 
 enum Slot {
     Ready(Sqlite),
@@ -112,7 +113,8 @@ impl Ahead {
             Slot::Ready(conn) => conn,
             Slot::Starting(receiver) => match receiver.try_recv() {
                 Ok(conn) => conn,
-                Err(TryRecvError::Empty) => wait(|| receiver.recv().ok())?,
+                // Writing the frame may wait on the disk.
+                Err(TryRecvError::Empty) => blocking::here(|| receiver.recv().ok())?,
                 Err(TryRecvError::Disconnected) => return None,
             },
         };
@@ -126,17 +128,9 @@ impl Ahead {
         drop(self.take());
         let starting = self.starting.lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(handle) = starting.filter(|handle| !handle.is_finished()) {
-            let _ = wait(|| handle.join());
+            let _ = blocking::here(|| handle.join());
         }
     }
-}
-
-/// Waits for the WAL start (writing its frame may wait on the disk): on a tokio
-/// worker, through `block_in_place`, so the worker's other tasks move on.
-fn wait<T>(f: impl FnOnce() -> T) -> T {
-    let on_worker = tokio::runtime::Handle::try_current()
-        .is_ok_and(|runtime| runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if on_worker { tokio::task::block_in_place(f) } else { f() }
 }
 
 impl Drop for Ahead {
