@@ -1,7 +1,7 @@
 //! Loading an adapter: read, compile (cached), find which contract version it
 //! implements, check its imports against the store's grants, link, pre-instantiate.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use wasmtime::Engine;
 use wasmtime::component::{Component, HasSelf, Linker};
@@ -138,7 +138,11 @@ fn version_of(engine: &Engine, component: &Component) -> Option<ContractVersion>
 }
 
 /// Links what an adapter of `version` may import under `grants`.
-fn linker(engine: &Engine, version: ContractVersion, grants: Grants) -> wasmtime::Result<Linker<AdapterState>> {
+/// The host's imports for an adapter of `version`: WASI, the contract's types,
+/// logging and every capability. Which of them a component may import is
+/// checked against its store's grants before it is linked ([`Loader::load`]),
+/// so one linker per version serves every set of grants.
+fn linker(engine: &Engine, version: ContractVersion) -> wasmtime::Result<Linker<AdapterState>> {
     let mut linker = Linker::new(engine);
     capability::filesystem::add_to_linker(&mut linker)?;
     #[cfg(feature = "fault-injection")]
@@ -148,8 +152,8 @@ fn linker(engine: &Engine, version: ContractVersion, grants: Grants) -> wasmtime
         ContractVersion::V0_2 => v0_2::types::add_to_linker::<_, HasSelf<AdapterState>>(&mut linker, |s| s)?,
     }
     capability::log::add_to_linker(&mut linker, version, |s: &mut AdapterState| &mut s.log)?;
-    for granted in grants.iter() {
-        match granted {
+    for capability in Capability::ALL {
+        match capability {
             Capability::Sql => capability::sql::add_to_linker(&mut linker, version, |s: &mut AdapterState| &mut s.sql)?,
             // The preopen is made per instance (`pool`); WASI is linked above.
             Capability::Filesystem => {}
@@ -158,10 +162,29 @@ fn linker(engine: &Engine, version: ContractVersion, grants: Grants) -> wasmtime
     Ok(linker)
 }
 
+/// One linker per contract version, each made the first time it is needed
+/// (the latest one on the thread that builds the engine, before any load).
+#[derive(Default)]
+pub struct Linkers {
+    v0_1: OnceLock<Result<Linker<AdapterState>, String>>,
+    v0_2: OnceLock<Result<Linker<AdapterState>, String>>,
+}
+
+impl Linkers {
+    pub fn get(&self, engine: &Engine, version: ContractVersion) -> Result<&Linker<AdapterState>, String> {
+        let slot = match version {
+            ContractVersion::V0_1 => &self.v0_1,
+            ContractVersion::V0_2 => &self.v0_2,
+        };
+        slot.get_or_init(|| linker(engine, version).map_err(|e| format!("{e:#}"))).as_ref().map_err(Clone::clone)
+    }
+}
+
 /// The engine and the compiled-component cache: everything loading needs.
 pub struct Loader {
     pub engine: Engine,
     pub cache: ComponentCache,
+    pub linkers: Linkers,
 }
 
 impl Loader {
@@ -214,7 +237,8 @@ impl Loader {
             }
         }
         let link_error = |e: wasmtime::Error| LoadError::Link { what: what.clone(), reason: format!("{e:#}") };
-        let linker = linker(&self.engine, version, grants).map_err(link_error)?;
+        let linker =
+            self.linkers.get(&self.engine, version).map_err(|reason| LoadError::Link { what: what.clone(), reason })?;
         let instance_pre = linker.instantiate_pre(&component).map_err(link_error)?;
         let pre = match version {
             ContractVersion::V0_1 => Pre::V0_1(v0_1::SqlAdapterPre::new(instance_pre).map_err(link_error)?),

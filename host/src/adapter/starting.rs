@@ -14,9 +14,10 @@ use std::thread::JoinHandle;
 
 use super::cache::{ComponentCache, prepare_private_dir};
 use super::engine::{self, Allocator};
-use super::loader::Loader;
+use super::loader::{Linkers, Loader};
 use crate::config::RuntimeConfig;
 use crate::error::{Error, LoadError};
+use crate::wit::ContractVersion;
 
 /// What the thread builds.
 #[derive(Clone)]
@@ -37,7 +38,11 @@ fn build(config: &RuntimeConfig) -> Result<Ready, String> {
     let cache = ComponentCache::new(&engine, config.cache_dir.clone(), config.max_cached_components)
         .map_err(|e| e.to_string())?;
     tracing::debug!(?allocator, cache = ?config.cache_dir, "stowage engine ready");
-    Ok(Ready { loader: Arc::new(Loader { engine, cache }), allocator })
+    let loader = Loader { engine, cache, linkers: Linkers::default() };
+    // Made now, beside the store's open, not in its adapter's load; a failure
+    // is met again, and reported, there.
+    let _ = loader.linkers.get(&loader.engine, ContractVersion::LATEST);
+    Ok(Ready { loader: Arc::new(loader), allocator })
 }
 
 impl Starting {
