@@ -137,7 +137,6 @@ fn version_of(engine: &Engine, component: &Component) -> Option<ContractVersion>
         .find(|v| v.required_exports().iter().all(|export| ty.get_export(engine, export).is_some()))
 }
 
-/// Links what an adapter of `version` may import under `grants`.
 /// The host's imports for an adapter of `version`: WASI, the contract's types,
 /// logging and every capability. Which of them a component may import is
 /// checked against its store's grants before it is linked ([`Loader::load`]),
