@@ -15,8 +15,8 @@ use crate::capability::sql::{PostgresSettings, SqlDatabase};
 use crate::capability::{self, Capability, Grants, ImportNeed};
 use crate::config::{AdapterSource, Isolation, KeySource, Limits, RuntimeConfig, SqlSync, StoreConfig};
 use crate::error::{Error, LoadError};
-use crate::integrity::source::{self, Rotation};
-use crate::integrity::{Keyring, Protector};
+use crate::integrity::Protector;
+use crate::integrity::source::{self, PendingKeyring, Rotation};
 use crate::layout::{self, Layout};
 use crate::store::{SharedDatabase, Store};
 use crate::wit::ContractVersion;
@@ -77,25 +77,24 @@ async fn joined<T>(task: JoinHandle<Result<T, Error>>) -> Result<T, Error> {
 }
 
 /// What a store's open makes ready beside loading its adapter: its directories,
-/// a local SQLite file with the connection opened ahead (`local_sql`: its limits
-/// and sync level), and its keyring. One after the other, on one thread: the
-/// file first, so that starting its WAL (on a thread of its own) overlaps the
-/// keyring's flushes. No thread of its own, nor one for the keyring: on a small
-/// machine busy loading the adapter, such threads waited 0.8–2.9 ms to be
-/// scheduled, longer than their work.
+/// its keyring (started: see [`source::load_beside`]) and a local SQLite file
+/// with the connection opened ahead (`local_sql`: its limits and sync level).
+/// The file is made on this thread, not one of its own: on a small machine busy
+/// loading the adapter, such threads waited 0.8–2.9 ms to be scheduled, longer
+/// than their work. A new keyring's thread may wait as long: its work is mostly
+/// waiting for the disk, and the open waits for it only at its end.
 fn prepare(
     data_dir: &Path,
     keys: &KeySource,
     local_sql: Option<(Limits, SqlSync)>,
-) -> Result<(Layout, Keyring, Option<Arc<SqlDatabase>>), Error> {
+) -> Result<(Layout, PendingKeyring, Option<Arc<SqlDatabase>>), Error> {
     let layout = Layout::prepare(data_dir)?;
+    let keyring = source::load_beside(keys, &layout.private_dir());
     let sql_local = local_sql.map(|(limits, sync)| {
         let db = local_database(layout.sql_path(), &limits, sync);
         db.open_ahead();
         Arc::new(db)
     });
-    let keyring =
-        source::load(keys, &layout.private_dir()).map_err(|e| Error::Config(format!("integrity keys: {e}")))?;
     Ok((layout, keyring, sql_local))
 }
 
@@ -208,8 +207,9 @@ impl Runtime {
             && config.sql.url.is_none())
         .then(|| (config.limits.clone(), config.sql_sync));
         let prepared = crate::util::blocking::here(|| prepare(&config.data_dir, &config.keys, local_sql));
-        // Both run to their end: nothing is made after a failed open returns, and
-        // an adapter that cannot load is the error reported. (A failed open may
+        // Both run to their end (a keyring being made too: see
+        // `PendingKeyring`): nothing is made after a failed open returns, and an
+        // adapter that cannot load is the error reported. (A failed open may
         // leave the data directory made, with its keyring and database.)
         let image = joined(load).await;
         let image = Arc::new(image?);
@@ -239,6 +239,11 @@ impl Runtime {
             power_loss: config.power_loss.clone(),
         };
         let backend = WasmBackend::start(setup, image).await?;
+        // Waited for last: a new key file is flushed and in place before the
+        // store is handed out (nothing is tagged before), however late its
+        // thread ran.
+        let keyring = crate::util::blocking::here(|| keyring.wait())
+            .map_err(|e| Error::Config(format!("integrity keys: {e}")))?;
         let protector = Arc::new(Protector::new(config.integrity, keyring).with_reload(reload));
         let client = Client::new(backend, protector, config.name.clone(), &config.limits);
         tracing::info!(store = %config.name, adapter = %config.adapter.describe(), "store opened");

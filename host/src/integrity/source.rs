@@ -11,6 +11,7 @@
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
 
 use super::KeyReload;
 use super::keys::{KEY_FILE, Keyring};
@@ -46,6 +47,56 @@ pub fn load(source: &KeySource, private_dir: &Path) -> Result<Keyring, String> {
             Keyring::parse(&text).map_err(|e| format!("{var}: {e}"))
         }
         KeySource::Inline(text) => Keyring::parse(text),
+    }
+}
+
+/// A keyring [`load_beside`] is reading or making.
+#[must_use = "dropping it waits for the keyring; wait for it to know how it went"]
+pub struct PendingKeyring(Pending);
+
+enum Pending {
+    Loaded(Result<Keyring, String>),
+    Loading(JoinHandle<Result<Keyring, String>>),
+    Taken,
+}
+
+/// [`load`], on a thread of its own for generated keys: making them writes and
+/// flushes a new key file and its directory (about a millisecond of waiting
+/// for the disk), which the caller need not wait for until it tags anything.
+/// Keys from anywhere else are read here. Without a thread, loads here too.
+pub fn load_beside(source: &KeySource, private_dir: &Path) -> PendingKeyring {
+    if let KeySource::Generated = source {
+        let (source, dir) = (source.clone(), private_dir.to_owned());
+        match std::thread::Builder::new().name("stowage-keys".into()).spawn(move || load(&source, &dir)) {
+            Ok(thread) => return PendingKeyring(Pending::Loading(thread)),
+            Err(error) => tracing::debug!(%error, "no thread to load the keyring on; loading it here"),
+        }
+    }
+    PendingKeyring(Pending::Loaded(load(source, private_dir)))
+}
+
+impl PendingKeyring {
+    /// The keyring, once a key file it made is flushed and in place.
+    pub fn wait(mut self) -> Result<Keyring, String> {
+        self.join()
+    }
+
+    fn join(&mut self) -> Result<Keyring, String> {
+        match std::mem::replace(&mut self.0, Pending::Taken) {
+            Pending::Loaded(keyring) => keyring,
+            Pending::Loading(thread) => thread.join().unwrap_or_else(|_| Err("loading the keyring panicked".into())),
+            Pending::Taken => Err("the keyring was already taken".into()),
+        }
+    }
+}
+
+/// Dropped unwaited (an open that failed meanwhile): still waits, so nothing is
+/// written after the caller gave up.
+impl Drop for PendingKeyring {
+    fn drop(&mut self) {
+        if let Pending::Loading(_) = self.0 {
+            let _ = crate::util::blocking::here(|| self.join());
+        }
     }
 }
 
@@ -102,6 +153,21 @@ mod tests {
         assert_eq!(after.current().0, 2);
         assert_eq!(after.get(1), first.get(1), "the old key stays");
         assert_eq!(rotate(&KeySource::Generated, dir.path())?.ids, vec![1, 2, 3]);
+        Ok(())
+    }
+
+    #[test]
+    fn a_keyring_made_beside_is_in_place_once_waited_for_or_dropped() -> Result<(), String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let made = load_beside(&KeySource::Generated, dir.path()).wait()?;
+        assert!(made == load(&KeySource::Generated, dir.path())?, "the file holds the keyring handed out");
+        let other = tempfile::tempdir().map_err(|e| e.to_string())?;
+        drop(load_beside(&KeySource::Generated, other.path()));
+        let file = std::fs::read_to_string(other.path().join(KEY_FILE)).map_err(|e| e.to_string())?;
+        assert!(Keyring::parse(&file).is_ok(), "dropped, it still finished writing the file");
+        // Keys from elsewhere are read at once, and their errors reported by `wait`.
+        let inline = load_beside(&KeySource::Inline("not a key".into()), Path::new("/nonexistent"));
+        assert!(inline.wait().is_err());
         Ok(())
     }
 
