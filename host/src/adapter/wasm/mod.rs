@@ -112,7 +112,7 @@ impl WasmBackend {
         let pool = match pool_layout {
             Some(layout) => {
                 let pool = Arc::new(Self::pool(shared, &image, &layout, Arc::clone(&counters)));
-                pool.warm_up().await?;
+                pool.warm_up()?;
                 Some(pool)
             }
             None => None,
