@@ -16,6 +16,7 @@
 use crate::batch::{self, AppendPlan, History};
 use crate::db::{Db, Failure, Res, Row, context, int, key_params, set_key, statement, storage, text, uint};
 use crate::dialect;
+use crate::display_tables;
 use crate::exports::stowage::store::conversation_store::{
     AppendOutcome, ConversationInfo, ConversationMeta, Scope, StoredMessage, TruncateOutcome,
 };
@@ -339,8 +340,11 @@ pub fn delete(db: &Db, scope: Scope, conversation_id: String) -> Result<bool, Er
             statements.push(statement(t.messages_delete_all, vec![int(key.cid)]));
             statements.push(statement(t.conversation_delete, vec![int(key.cid)]));
         }
-        let stream =
-            db.query_row("reading the display stream", t.stream_key_for_write, &key_params(&scope, &conversation_id))?;
+        let stream = if display_tables::present(db)? {
+            db.query_row("reading the display stream", t.stream_key_for_write, &key_params(&scope, &conversation_id))?
+        } else {
+            None
+        };
         if let Some(mut row) = stream {
             let did = context(row.int(0), || "the display stream's row".to_owned())?;
             statements.push(statement(t.display_delete_all, vec![int(did)]));

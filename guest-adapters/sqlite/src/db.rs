@@ -6,6 +6,8 @@
 //! is a real SQLite or PostgreSQL connection, so the SQL text of both dialects is
 //! exercised without wasm.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::heads::Heads;
 use crate::stowage::store::sql::{self, Error as SqlError, Statement, Value};
 
@@ -112,20 +114,22 @@ pub struct Db<'a> {
     sql: &'a dyn Sql,
     dialect: Dialect,
     heads: Option<&'a Heads>,
+    /// Set once the display tables were seen ([`crate::display_tables`]).
+    display_tables: Option<&'a AtomicBool>,
 }
 
 impl<'a> Db<'a> {
     /// A handle that knows no heads (every append goes the long way).
     #[cfg(not(test))]
     pub fn new(sql: &'a dyn Sql) -> Self {
-        Db { sql, dialect: sql.dialect(), heads: None }
+        Db { sql, dialect: sql.dialect(), heads: None, display_tables: None }
     }
 
     /// In tests every handle remembers heads (one set per handle, as one
     /// instance), so each test that appends twice takes the one-crossing path.
     #[cfg(test)]
     pub fn new(sql: &'a dyn Sql) -> Self {
-        Db { sql, dialect: sql.dialect(), heads: Some(Box::leak(Box::new(Heads::new()))) }
+        Db { sql, dialect: sql.dialect(), heads: Some(Box::leak(Box::new(Heads::new()))), display_tables: None }
     }
 
     /// The same handle, remembering conversations' heads in `heads` ([`crate::fast_append`]).
@@ -135,6 +139,22 @@ impl<'a> Db<'a> {
 
     pub fn heads(&self) -> Option<&'a Heads> {
         self.heads
+    }
+
+    /// The same handle, remembering in `seen` that the display tables exist.
+    pub fn with_display_tables(self, seen: &'a AtomicBool) -> Self {
+        Db { display_tables: Some(seen), ..self }
+    }
+
+    /// Whether this handle's instance has seen the display tables.
+    pub fn display_tables_seen(&self) -> bool {
+        self.display_tables.is_some_and(|seen| seen.load(Ordering::Acquire))
+    }
+
+    pub fn remember_display_tables(&self) {
+        if let Some(seen) = self.display_tables {
+            seen.store(true, Ordering::Release);
+        }
     }
 
     pub fn dialect(&self) -> Dialect {

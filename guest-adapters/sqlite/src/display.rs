@@ -9,6 +9,7 @@
 use crate::batch;
 use crate::db::{Db, Res, Row, context, int, key_params, opt_text, set_key, statement, storage, text};
 use crate::dialect;
+use crate::display_tables;
 use crate::exports::stowage::store::display_store::{
     DisplayPosition, DisplayRecord, InsertOutcome, LocatedDisplayRecord, Scope, StoredDisplayRecord,
 };
@@ -102,6 +103,7 @@ pub fn insert(
         .collect();
     let key = key_params(&scope, &conversation_id);
     db.write("display insert", || {
+        display_tables::ensure(db)?;
         let did = match stream(db, t.stream_key_for_write, &key)? {
             Some(did) => did,
             None if span.first != 1 => return Ok(InsertOutcome::OutOfSequence(0)),
@@ -129,6 +131,9 @@ pub fn by_tool_call_id(
     tool_call_id: String,
 ) -> Result<Vec<StoredDisplayRecord>, Error> {
     db.read(|| {
+        if !display_tables::present(db)? {
+            return Ok(Vec::new());
+        }
         let [tenant, user, id] = key_params(&scope, &conversation_id);
         let params = [tenant, user, id, text(&tool_call_id)];
         let sql = dialect::text(db.dialect()).display_by_tool_call;
@@ -147,7 +152,9 @@ pub fn update(db: &Db, scope: Scope, conversation_id: String, stored: StoredDisp
     params.push(int(stored.seq as i64));
     params.extend(record_params(stored.record));
     let sql = dialect::text(db.dialect()).display_update;
-    let changed = db.read(|| db.execute("updating a display record", sql, &params))?;
+    let changed = db.read(|| {
+        if display_tables::present(db)? { db.execute("updating a display record", sql, &params) } else { Ok(0) }
+    })?;
     if changed == 0 { Err(Error::NotFound) } else { Ok(()) }
 }
 
@@ -159,6 +166,9 @@ pub fn list(
     limit: u32,
 ) -> Result<Vec<StoredDisplayRecord>, Error> {
     db.read(|| {
+        if !display_tables::present(db)? {
+            return Ok(Vec::new());
+        }
         let [tenant, user, id] = key_params(&scope, &conversation_id);
         // Every stored seq is below 2^32, so clamping there changes no answer.
         let after = int(after.min(SEQ_LIMIT - 1) as i64);
@@ -179,6 +189,9 @@ pub fn find_by_status(
         return Ok(Vec::new());
     }
     db.read(|| {
+        if !display_tables::present(db)? {
+            return Ok(Vec::new());
+        }
         let sql = dialect::display_by_status(db.dialect(), statuses.len(), after.is_some());
         let mut params = vec![int(i64::from(limit))];
         if let Some(position) = &after {

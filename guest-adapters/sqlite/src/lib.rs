@@ -24,6 +24,7 @@ mod db;
 mod head;
 mod dialect;
 mod display;
+mod display_tables;
 mod fast_append;
 mod heads;
 mod legacy;
@@ -69,9 +70,12 @@ static MIGRATED: AtomicBool = AtomicBool::new(false);
 /// The conversations' heads this instance saw last ([`fast_append`]).
 static HEADS: Heads = Heads::new();
 
+/// Set once this instance has seen the display tables ([`display_tables`]).
+static DISPLAY_TABLES: AtomicBool = AtomicBool::new(false);
+
 /// The host's database, migrated.
 fn database() -> Result<Db<'static>, Error> {
-    let db = Db::new(&HostSql).with_heads(&HEADS);
+    let db = Db::new(&HostSql).with_heads(&HEADS).with_display_tables(&DISPLAY_TABLES);
     if !MIGRATED.load(Ordering::Acquire) {
         migrate::run(&db)?;
         MIGRATED.store(true, Ordering::Release);

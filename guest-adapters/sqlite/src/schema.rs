@@ -8,7 +8,9 @@
 //! same way by a per-conversation stream id (`did`), since they may exist for a
 //! conversation that has no history. `message_count` is not stored: the contract
 //! makes it equal to `last_seq`. Migration 3 adds the two columns in which an
-//! append's last message carries the conversation's head ([`crate::head`]).
+//! append's last message carries the conversation's head ([`crate::head`]). A
+//! SQLite database made new gets its display tables with its first display
+//! write ([`crate::display_tables`]); one migrated from 0.1.0 gets them at once.
 //!
 //! PostgreSQL gets the natural layout (TOAST keeps large values out of line), with
 //! every text column `COLLATE "C"` so comparing and ordering are byte-wise, as in
@@ -123,6 +125,9 @@ const POSTGRES: &[&str] = &[
 /// Where `stowage_messages` is made in [`SQLITE`].
 const SQLITE_MESSAGES: usize = 1;
 
+/// Where the display tables' statements start in [`SQLITE`].
+const SQLITE_DISPLAY: usize = 3;
+
 /// `stowage_messages` as migration 3 leaves it ([`crate::head::migration`]), for
 /// a database made new at the latest schema.
 const SQLITE_MESSAGES_LATEST: &str = "CREATE TABLE stowage_messages (
@@ -152,13 +157,23 @@ pub fn create(db: &Db) -> Res<()> {
     Ok(())
 }
 
-/// Creates the latest SQLite tables in a new database, inside the migration
-/// transaction: those of migration 1, `stowage_messages` with the columns
-/// migration 3 adds.
+/// Creates the latest SQLite history tables in a new database, inside the
+/// migration transaction: those of migration 1 but the display tables,
+/// `stowage_messages` with the columns migration 3 adds. Half the statements
+/// and half the pages of creating every table, on a store's first call.
 pub fn create_latest_sqlite(db: &Db) -> Res<()> {
-    for (i, statement) in SQLITE.iter().enumerate() {
+    for (i, statement) in SQLITE[..SQLITE_DISPLAY].iter().enumerate() {
         let statement = if i == SQLITE_MESSAGES { SQLITE_MESSAGES_LATEST } else { statement };
         db.execute("creating the tables", statement, &[])?;
+    }
+    Ok(())
+}
+
+/// Creates the SQLite display tables, as migration 1 does, inside the caller's
+/// write transaction.
+pub fn create_display_sqlite(db: &Db) -> Res<()> {
+    for statement in &SQLITE[SQLITE_DISPLAY..] {
+        db.execute("creating the display tables", statement, &[])?;
     }
     Ok(())
 }
@@ -171,5 +186,7 @@ mod tests {
     fn the_latest_messages_table_replaces_migration_1_s() {
         assert!(SQLITE[SQLITE_MESSAGES].starts_with("CREATE TABLE stowage_messages ("));
         assert!(SQLITE_MESSAGES_LATEST.starts_with("CREATE TABLE stowage_messages ("));
+        assert!(SQLITE[SQLITE_DISPLAY].starts_with("CREATE TABLE stowage_display_streams ("));
+        assert!(SQLITE[..SQLITE_DISPLAY].iter().all(|statement| !statement.contains("display")));
     }
 }

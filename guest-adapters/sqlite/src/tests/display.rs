@@ -2,7 +2,7 @@
 
 use super::{each_backend, meta, record, scope};
 use crate::conversations as conv;
-use crate::db::Db;
+use crate::db::{Db, Dialect};
 use crate::display;
 use crate::exports::stowage::store::display_store::{
     DisplayPosition, InsertOutcome, LocatedDisplayRecord, StoredDisplayRecord,
@@ -32,6 +32,36 @@ fn records_are_stored_at_their_seqs_and_read_back_verbatim() {
         assert_eq!(page, records[1..2].to_vec());
         assert!(display::list(&db, scope("t", "u"), "c".into(), u64::MAX, 9).expect("list").is_empty());
         assert!(list(&db, "other", "c").is_empty());
+    });
+}
+
+/// A SQLite database made new has no display tables until its first display
+/// insert; until then every display call answers as the empty tables would.
+#[test]
+fn display_calls_before_a_new_database_s_display_tables_exist_answer_as_empty_tables_would() {
+    each_backend(|f| {
+        let sql = f.migrated();
+        let db = Db::new(&*sql);
+        let tables = || crate::display_tables::present(&Db::new(&*sql)).expect("looked for them");
+        let sqlite = db.dialect() == Dialect::Sqlite;
+        assert_eq!(tables(), !sqlite, "made with the schema on PostgreSQL only");
+        assert!(list(&db, "u", "c").is_empty());
+        let by_call = display::by_tool_call_id(&db, scope("t", "u"), "c".into(), "call".into());
+        assert_eq!(by_call, Ok(Vec::new()));
+        let by_status = display::find_by_status(&db, vec!["pending".into()], None, 10);
+        assert_eq!(by_status, Ok(Vec::new()));
+        let update = display::update(&db, scope("t", "u"), "c".into(), record(1, None, None));
+        assert_eq!(update, Err(Error::NotFound));
+        conv::open(&db, scope("t", "u"), "c".into(), meta(b"m"), 1).expect("open");
+        assert_eq!(conv::delete(&db, scope("t", "u"), "c".into()), Ok(true));
+        assert_eq!(tables(), !sqlite, "no call above made them");
+        let first = vec![record(1, Some("call"), Some("pending"))];
+        assert_eq!(display::insert(&db, scope("t", "u"), "c".into(), first.clone()), Ok(InsertOutcome::Stored));
+        assert!(tables(), "the first insert made them");
+        assert_eq!(list(&db, "u", "c"), first);
+        assert_eq!(display::by_tool_call_id(&db, scope("t", "u"), "c".into(), "call".into()), Ok(first));
+        // Another instance that looked before sees them now.
+        assert!(crate::display_tables::present(&db).expect("looked again"));
     });
 }
 

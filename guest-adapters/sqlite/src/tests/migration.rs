@@ -105,6 +105,11 @@ fn a_fresh_sqlite_database_is_laid_out_as_one_migrated_step_by_step() {
     assert_eq!(migrate::step_once(&Db::new(&*sql)), Ok(true));
     assert_eq!(applied(&*sql), (1..=LATEST).collect::<Vec<_>>());
     assert_eq!(user_version(&*sql), 2);
+    let before_display = layout(&*sql);
+    assert!(before_display.iter().all(|line| !line.contains("display")), "{before_display:?}");
+    // Made by the first display insert ([`crate::display_tables`]).
+    let db = Db::new(&*sql);
+    db.write("test", || crate::display_tables::ensure(&db)).expect("the display tables made");
     // The same database, migration by migration (the path of a database made
     // before migration 3, or by the 0.1.0 adapter).
     let stepped = Fixture::sqlite();

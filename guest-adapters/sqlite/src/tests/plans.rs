@@ -52,10 +52,13 @@ fn hot() -> Vec<String> {
     hot
 }
 
-/// A migrated database and a plain connection to it.
+/// A migrated database with its display tables, and a plain connection to it.
 fn migrated() -> (Fixture, Connection) {
     let f = Fixture::sqlite();
-    migrate::run(&Db::new(&*f.connect())).expect("migrates");
+    let sql = f.connect();
+    let db = Db::new(&*sql);
+    migrate::run(&db).expect("migrates");
+    db.write("test", || crate::display_tables::ensure(&db)).expect("the display tables made");
     let conn = Connection::open(f.sqlite_path().expect("sqlite")).expect("open");
     (f, conn)
 }
