@@ -148,7 +148,7 @@ fn four_hosts_append_to_the_same_conversations() -> anyhow::Result<()> {
         schema.name
     ))?;
     let expected: Vec<Vec<Option<String>>> =
-        ["1", "2", "3"].iter().map(|v| vec![Some((*v).to_owned()), Some("1".to_owned())]).collect();
+        ["1", "2", "3", "4"].iter().map(|v| vec![Some((*v).to_owned()), Some("1".to_owned())]).collect();
     ensure!(migrations == expected, "migrations table: {migrations:?}");
 
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;

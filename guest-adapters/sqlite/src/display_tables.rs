@@ -10,6 +10,8 @@
 //! its own write transaction, holding SQLite's write lock, so the check it makes
 //! first is current and two hosts never both make them. A database migrated
 //! from 0.1.0, and every PostgreSQL database, has them from migration 1.
+//! Schema version 4 records the change: an adapter from before, which takes the
+//! tables for granted, refuses such a database instead of failing its calls.
 
 use crate::db::{Db, Dialect, Res};
 use crate::schema;

@@ -95,7 +95,7 @@ fn a_database_written_before_heads_moved_keeps_its_heads() {
     exec("UPDATE stowage_conversations SET version = 9, last_seq = 2, updated_at = 7");
     exec("ALTER TABLE stowage_messages DROP COLUMN head_version");
     exec("ALTER TABLE stowage_messages DROP COLUMN head_updated_at");
-    exec("DELETE FROM stowage_migrations WHERE version = 3");
+    exec("DELETE FROM stowage_migrations WHERE version >= 3");
     drop(sql);
 
     let sql = f.connect();

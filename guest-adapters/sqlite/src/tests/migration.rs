@@ -203,7 +203,7 @@ fn a_0_1_0_database_is_imported_in_place() {
     let db = Db::new(&sql);
     migrate::run(&db).expect("migrates");
     assert_eq!(user_version(&sql), 2);
-    assert_eq!(applied(&sql), vec![1, 2, 3]);
+    assert_eq!(applied(&sql), (1..=LATEST).collect::<Vec<_>>());
     let legacy = db.query("test", "SELECT name FROM sqlite_master WHERE name LIKE 'stowage_legacy%' OR name IN ('messages', 'conversations', 'display_records')", &[]);
     assert!(legacy.map(|rows| rows.is_empty()).unwrap_or(false), "0.1.0 tables are gone");
 
