@@ -28,7 +28,7 @@
 //! hash. Any write to the file, a rename over it or a change of its mode moves
 //! its change time on, and no user can set it back (only the system clock
 //! can); as in git's index, a copy is stamped only once its last change is
-//! [`SETTLED`] in the past, since file times are coarse and a change in the
+//! [`settled`] in the past, since file times are coarse and a change in the
 //! same tick as the one stamped would leave the same time behind. The stamp is
 //! held to the copy's own rules (this user's private plain file); without one
 //! that matches, the copy is hashed.
@@ -51,8 +51,24 @@ pub fn path(dir: &Path, shipped: &Precompiled) -> PathBuf {
     dir.join(format!("shipped-{}.cwasm", shipped.artifact_digest.trim()))
 }
 
-/// How long ago a copy must have last changed for a check to stamp it.
-const SETTLED: Duration = Duration::from_secs(2);
+/// How long ago a copy with fine file times must have last changed for a
+/// check to stamp it: two ticks of the slowest clock Linux takes file times
+/// from (its coarse clock ticks 100 to 1,000 times a second), after which any
+/// change leaves a later time.
+const SETTLED_FINE: Duration = Duration::from_millis(20);
+
+/// The same for a copy whose change time has no fraction of a second: a
+/// filesystem that keeps whole seconds (two on FAT), where a change a second
+/// later may still leave the same time.
+const SETTLED_COARSE: Duration = Duration::from_secs(2);
+
+/// How long ago the copy `meta` describes must have last changed for a check
+/// to stamp it. A change time with nanoseconds is taken for fine file times:
+/// one of a filesystem with whole seconds never has any (a fine time that has
+/// none by chance only waits longer).
+fn settled(meta: &Metadata) -> Duration {
+    if meta.ctime_nsec() != 0 { SETTLED_FINE } else { SETTLED_COARSE }
+}
 
 /// What a full check found to hold the artifact: the file, as its device,
 /// inode, length and change time (seconds, nanoseconds).
@@ -112,8 +128,9 @@ pub struct Checked {
 }
 
 /// The copy at `path`, open, if it is exactly the artifact (see the module
-/// docs); a copy hashed whose last change is `settled` in the past is stamped.
-fn open_checked(path: &Path, shipped: &Precompiled, settled: Duration) -> Result<File, String> {
+/// docs); a copy hashed whose last change is `settled` (of its metadata) in the
+/// past is stamped.
+fn open_checked(path: &Path, shipped: &Precompiled, settled: fn(&Metadata) -> Duration) -> Result<File, String> {
     let (mut file, meta) = open_private(path)?;
     if meta.len() != shipped.artifact.len() as u64 {
         return Err(format!("{} bytes, not the artifact's {}", meta.len(), shipped.artifact.len()));
@@ -138,7 +155,7 @@ fn open_checked(path: &Path, shipped: &Precompiled, settled: Duration) -> Result
         SystemTime::UNIX_EPOCH.checked_add(Duration::new(secs, u32::try_from(meta.ctime_nsec()).unwrap_or(0)))
     });
     let age = changed.and_then(|changed| SystemTime::now().duration_since(changed).ok());
-    if age.is_some_and(|age| age >= settled)
+    if age.is_some_and(|age| age >= settled(&meta))
         && let Err(reason) = write_file(&stamp_path(path), &[stamp.text().as_bytes()])
     {
         tracing::debug!(path = %path.display(), %reason, "could not stamp a checked copy");
@@ -151,7 +168,7 @@ fn open_checked(path: &Path, shipped: &Precompiled, settled: Duration) -> Result
 /// embedded artifact).
 pub fn checked_copy(dir: &Path, shipped: &Precompiled) -> Option<Checked> {
     let path = path(dir, shipped);
-    let file = match open_checked(&path, shipped, SETTLED) {
+    let file = match open_checked(&path, shipped, settled) {
         Ok(file) => file,
         Err(reason) => {
             if std::fs::symlink_metadata(&path).is_ok() {
@@ -165,7 +182,7 @@ pub fn checked_copy(dir: &Path, shipped: &Precompiled) -> Option<Checked> {
                 tracing::warn!(path = %path.display(), %reason, "could not copy a shipped artifact to the cache");
                 return None;
             }
-            open_checked(&path, shipped, SETTLED)
+            open_checked(&path, shipped, settled)
                 .inspect_err(
                     |reason| tracing::warn!(path = %path.display(), %reason, "the copy just written fails its check"),
                 )
@@ -208,12 +225,12 @@ mod tests {
         let shipped = Builtin::Null.precompiled();
         let copy = path(dir.path(), &shipped);
         write_file(&copy, &[shipped.artifact])?;
-        open_checked(&copy, &shipped, SETTLED)?;
+        open_checked(&copy, &shipped, |_| SETTLED_COARSE)?;
         assert!(!stamp_path(&copy).exists(), "a copy changed just now is not stamped");
-        open_checked(&copy, &shipped, Duration::ZERO)?;
+        open_checked(&copy, &shipped, |_| Duration::ZERO)?;
         let stamp = read_stamp(&stamp_path(&copy)).ok_or("stamped once settled")?;
         assert_eq!(stamp, Stamp::of(&std::fs::metadata(&copy)?));
-        open_checked(&copy, &shipped, SETTLED)?;
+        open_checked(&copy, &shipped, |_| SETTLED_COARSE)?;
         // A later change lands in a later tick of the file clock.
         std::thread::sleep(Duration::from_millis(50));
         let mut file = std::fs::OpenOptions::new().write(true).open(&copy)?;
@@ -221,11 +238,28 @@ mod tests {
         let byte = shipped.artifact[shipped.artifact.len() / 2] ^ 1;
         file.write_all(&[byte])?;
         drop(file);
-        let err = open_checked(&copy, &shipped, SETTLED).err().unwrap_or_default();
+        let err = open_checked(&copy, &shipped, settled).err().unwrap_or_default();
         assert!(err.contains("not the artifact's"), "{err}");
         // A stamp that is not a private file of this user is not read.
         std::fs::set_permissions(stamp_path(&copy), std::fs::Permissions::from_mode(0o666))?;
         assert_eq!(read_stamp(&stamp_path(&copy)), None);
+        Ok(())
+    }
+
+    /// A copy with fine file times is stamped by the first check two ticks of
+    /// the file clock after its last change; one in whole seconds waits 2 s.
+    #[test]
+    fn how_long_a_copy_must_rest_follows_its_file_times() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let shipped = Builtin::Null.precompiled();
+        let copy = path(dir.path(), &shipped);
+        write_file(&copy, &[shipped.artifact])?;
+        let meta = std::fs::metadata(&copy)?;
+        std::thread::sleep(SETTLED_FINE + Duration::from_millis(10));
+        open_checked(&copy, &shipped, settled)?;
+        let fine = meta.ctime_nsec() != 0;
+        assert_eq!(stamp_path(&copy).exists(), fine, "change time {}.{:09}", meta.ctime(), meta.ctime_nsec());
+        assert_eq!(settled(&meta), if fine { SETTLED_FINE } else { SETTLED_COARSE });
         Ok(())
     }
 
