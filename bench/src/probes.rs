@@ -6,7 +6,8 @@
 //!   a fresh data directory), with the compiled cache directory empty (cold: an adapter
 //!   that is not shipped is compiled; a shipped one runs from the artifact precompiled
 //!   into the binary, so cold and warm differ only by the page cache) or filled by the
-//!   cold probe (warm); split into `Runtime::new`,
+//!   cold probe and stamped by a start after it (warm: see `suite::run_probes`); split
+//!   into `Runtime::new`,
 //!   `open_store` and the append. Native rows: `Connection::open` with its pragmas and
 //!   schema, then the first committed insert (no compile cache: both probes measure the
 //!   same thing in two processes). Then the peak RSS (`VmHWM`) of the process.

@@ -123,8 +123,19 @@ fn spawn(args: &[OsString]) -> Result<bool> {
     Ok(status.success())
 }
 
+/// How long after the cold probe the settling start runs: past the time a
+/// cache's copy of a shipped artifact must rest before a check stamps it
+/// (20 ms on a filesystem with fine file times; see `stowage`'s
+/// `adapter::cache::shipped`).
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Runs the probes of `row` for one round, each in a fresh process, and adds their
 /// figures to `run`. A failing probe is reported and leaves its figures out.
+///
+/// The timed warm probe is the second start on the cache the cold probe filled:
+/// the first, untimed (its figures are not read), is a host's start after the
+/// fill, which checks the new copy in full and stamps it; the timed one is any
+/// later start, which finds the stamp. Native rows get the same extra start.
 fn run_probes(config: &SuiteConfig, prefix: &[OsString], row: &str, round: u32, run: &mut RunResult) -> Result<()> {
     let kinds = probes_for(row)?;
     if kinds.is_empty() {
@@ -134,6 +145,14 @@ fn run_probes(config: &SuiteConfig, prefix: &[OsString], row: &str, round: u32, 
     let cache_dir = fresh_cache_dir(&config.tmp_dir, &stem, round)?;
     for kind in kinds {
         let out = config.out_dir.join("runs").join(format!("{stem}-run{round}-{}.json", kind.name()));
+        if kind == ProbeKind::FirstAppendWarm {
+            std::thread::sleep(SETTLE);
+            let settling = config.out_dir.join("runs").join(format!("{stem}-run{round}-settling-start.json"));
+            eprintln!("[suite] round {round}: {row} settling start");
+            if !spawn(&probe_command_for(prefix, config, row, kind, &cache_dir, round, &settling))? {
+                eprintln!("[suite] {row} settling start failed in round {round}");
+            }
+        }
         eprintln!("[suite] round {round}: {row} probe {}", kind.name());
         if !spawn(&probe_command_for(prefix, config, row, kind, &cache_dir, round, &out))? {
             eprintln!("[suite] {row} probe {} failed in round {round}", kind.name());
