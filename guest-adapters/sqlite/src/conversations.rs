@@ -104,8 +104,8 @@ fn find_info(db: &Db, scope: &Scope, conversation_id: &str, remember: bool) -> R
     Ok(Some(info))
 }
 
-/// Find or create (scope, id). Reads first, so opening an existing conversation
-/// takes no write lock.
+/// [`open_in`] a database this instance did not make (the tests' open).
+#[cfg(test)]
 pub fn open(
     db: &Db,
     scope: Scope,
@@ -113,15 +113,49 @@ pub fn open(
     meta: ConversationMeta,
     now: i64,
 ) -> Result<ConversationInfo, Error> {
-    if let Some(info) = db.read(|| find_info(db, &scope, &conversation_id, true))? {
+    open_in(db, scope, conversation_id, meta, now, false)
+}
+
+/// Find or create (scope, id). Reads first, so opening an existing conversation
+/// takes no write lock; but a database this instance has just made
+/// (`new_database`) holds no conversation yet, so there the open goes straight
+/// to the insert. A conversation the insert makes is answered from what it
+/// stored; one it finds (another writer made it since) is read.
+pub fn open_in(
+    db: &Db,
+    scope: Scope,
+    conversation_id: String,
+    meta: ConversationMeta,
+    now: i64,
+    new_database: bool,
+) -> Result<ConversationInfo, Error> {
+    if !new_database && let Some(info) = db.read(|| find_info(db, &scope, &conversation_id, true))? {
         return Ok(info);
     }
     db.write("open", || {
         let [tenant, user, id] = key_params(&scope, &conversation_id);
         let params = [tenant, user, id, int(now), Value::Blob(meta.content.clone()), Value::Blob(meta.tag.clone())];
-        db.execute("creating the conversation", dialect::text(db.dialect()).conversation_create, &params)?;
-        find_info(db, &scope, &conversation_id, true)?
-            .ok_or_else(|| storage("open: the conversation is missing right after it was created"))
+        let create = dialect::text(db.dialect()).conversation_create;
+        let Some(mut row) = db.query_row("creating the conversation", create, &params)? else {
+            return find_info(db, &scope, &conversation_id, true)?
+                .ok_or_else(|| storage("open: the conversation is missing right after it was created"));
+        };
+        let cid = row.int(0)?;
+        if !(1..=CID_LIMIT).contains(&cid) {
+            return Err(storage(format!("the new conversation's key {cid} is out of range")));
+        }
+        let history = History { version: 0, last_seq: 0 };
+        fast_append::remember(db, &scope, &conversation_id, Known { cid, history });
+        Ok(ConversationInfo {
+            id: conversation_id.clone(),
+            scope: scope.clone(),
+            meta: meta.clone(),
+            created_at: now,
+            updated_at: now,
+            message_count: 0,
+            last_seq: 0,
+            version: 0,
+        })
     })
 }
 

@@ -77,7 +77,8 @@ pub struct Text {
     /// updated_at, last_seq, version, cid (the row's head), and on SQLite the
     /// newest message's columns ([`crate::head`]).
     pub conversation_info: &'static str,
-    /// (tenant, user, id, now, meta_content, meta_tag); does nothing if it exists.
+    /// (tenant, user, id, now, meta_content, meta_tag) -> the new row's cid; does
+    /// nothing, and returns no row, if it exists.
     pub conversation_create: &'static str,
     /// (tenant, user, id, meta_content, meta_tag): changes one row, or none when
     /// the conversation does not exist.
@@ -201,7 +202,7 @@ const SQLITE: Text = Text {
     ),
     conversation_create: "INSERT INTO stowage_conversations \
         (tenant, scope_user, id, created_at, updated_at, version, last_seq, meta_content, meta_tag) \
-        VALUES (?1, ?2, ?3, ?4, ?4, 0, 0, ?5, ?6) ON CONFLICT (tenant, scope_user, id) DO NOTHING",
+        VALUES (?1, ?2, ?3, ?4, ?4, 0, 0, ?5, ?6) ON CONFLICT (tenant, scope_user, id) DO NOTHING RETURNING cid",
     conversation_meta_update: "UPDATE stowage_conversations SET meta_content = ?4, meta_tag = ?5 \
         WHERE tenant = ?1 AND scope_user = ?2 AND id = ?3",
     conversation_update: "UPDATE stowage_conversations SET version = ?3, last_seq = ?4, updated_at = ?5 \
@@ -287,7 +288,7 @@ const POSTGRES: Text = Text {
         last_seq, version, cid FROM stowage_conversations WHERE tenant = $1 AND scope_user = $2 AND id = $3",
     conversation_create: "INSERT INTO stowage_conversations \
         (tenant, scope_user, id, created_at, updated_at, version, last_seq, meta_content, meta_tag) \
-        VALUES ($1, $2, $3, $4, $4, 0, 0, $5, $6) ON CONFLICT (tenant, scope_user, id) DO NOTHING",
+        VALUES ($1, $2, $3, $4, $4, 0, 0, $5, $6) ON CONFLICT (tenant, scope_user, id) DO NOTHING RETURNING cid",
     conversation_meta_update: "UPDATE stowage_conversations SET meta_content = $4, meta_tag = $5 \
         WHERE tenant = $1 AND scope_user = $2 AND id = $3",
     conversation_update: "UPDATE stowage_conversations SET version = $3, last_seq = $4, updated_at = $5 \

@@ -66,13 +66,13 @@ pub fn set_aside(db: &Db) -> Res<()> {
 }
 
 /// Whether a SQLite database is new (`user_version` 0: nothing of 0.1.0's to
-/// set aside or import); if so, it is marked as 0.2.0's, as [`set_aside`] would.
-pub fn claim_fresh(db: &Db) -> Res<bool> {
+/// set aside or import); if so, the statement that marks it as 0.2.0's, as
+/// [`set_aside`] does, for the caller to run with the new schema.
+pub fn fresh_mark(db: &Db) -> Res<Option<Statement>> {
     if db.dialect() != Dialect::Sqlite || user_version(db)? != 0 {
-        return Ok(false);
+        return Ok(None);
     }
-    mark(db)?;
-    Ok(true)
+    Ok(Some(statement(&mark_sql(), Vec::new())))
 }
 
 fn user_version(db: &Db) -> Res<i64> {
@@ -82,8 +82,12 @@ fn user_version(db: &Db) -> Res<i64> {
     }
 }
 
+fn mark_sql() -> String {
+    format!("PRAGMA user_version = {USER_VERSION}")
+}
+
 fn mark(db: &Db) -> Res<()> {
-    db.execute("marking the database as 0.2.0's", &format!("PRAGMA user_version = {USER_VERSION}"), &[])?;
+    db.execute("marking the database as 0.2.0's", &mark_sql(), &[])?;
     Ok(())
 }
 

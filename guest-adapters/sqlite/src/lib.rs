@@ -73,11 +73,17 @@ static HEADS: Heads = Heads::new();
 /// Set once this instance has seen the display tables ([`display_tables`]).
 static DISPLAY_TABLES: AtomicBool = AtomicBool::new(false);
 
+/// Set when this instance made the database's schema, until its first `open`:
+/// a database just made holds no conversation, so that open need not look.
+static MADE: AtomicBool = AtomicBool::new(false);
+
 /// The host's database, migrated.
 fn database() -> Result<Db<'static>, Error> {
     let db = Db::new(&HostSql).with_heads(&HEADS).with_display_tables(&DISPLAY_TABLES);
     if !MIGRATED.load(Ordering::Acquire) {
-        migrate::run(&db)?;
+        if migrate::run(&db)? {
+            MADE.store(true, Ordering::Release);
+        }
         MIGRATED.store(true, Ordering::Release);
     }
     Ok(db)
@@ -92,7 +98,8 @@ impl ConversationStore for SqlAdapter {
         meta: ConversationMeta,
         now: i64,
     ) -> Result<ConversationInfo, Error> {
-        conversations::open(&database()?, scope, conversation_id, meta, now)
+        let db = database()?;
+        conversations::open_in(&db, scope, conversation_id, meta, now, MADE.swap(false, Ordering::AcqRel))
     }
 
     fn info(scope: Scope, conversation_id: String) -> Result<ConversationInfo, Error> {

@@ -12,7 +12,7 @@
 //! per-call deadline in one piece: every committed step is progress the next
 //! call continues from.
 
-use crate::db::{Db, Res, int, storage};
+use crate::db::{Db, Res, int, statement, storage};
 use crate::dialect;
 use crate::head;
 use crate::legacy_import::{self, Progress};
@@ -58,11 +58,21 @@ fn applied_unlocked(db: &Db) -> Option<i64> {
     row.int(0).ok()
 }
 
+/// Where one locked transaction left the schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// A step that only made progress (a chunk of an import); more to do.
+    More,
+    /// Current; migrated from where it was.
+    Current,
+    /// Current; made in a new database by this transaction.
+    Made,
+}
+
 /// One locked transaction: applies migrations while each completes in it, so a
 /// fresh database gets its whole schema in one commit (one flush); a step that
-/// only made progress (a chunk of an import) ends the transaction. `true` once the
-/// schema is current.
-fn locked_step(db: &Db) -> Res<bool> {
+/// only made progress (a chunk of an import) ends the transaction.
+fn locked_step(db: &Db) -> Res<Step> {
     let t = dialect::text(db.dialect());
     if let Some(lock) = t.migrations_lock {
         db.query("taking the migration lock", lock, &[])?;
@@ -77,39 +87,49 @@ fn locked_step(db: &Db) -> Res<bool> {
             "the database has schema version {applied}, newer than this adapter's {LATEST}; use a newer adapter"
         )));
     }
-    if applied == 0 && legacy_import::claim_fresh(db)? {
+    if applied == 0
+        && let Some(mark) = legacy_import::fresh_mark(db)?
+    {
         // A new SQLite database gets the latest tables at once (migration 3's
         // columns in their CREATE TABLE, not added by two ALTER TABLEs after it),
-        // and every migration is recorded.
-        schema::create_latest_sqlite(db)?;
-        for version in 1..=LATEST {
-            db.execute("recording a migration", t.migrations_record, &[int(version)])?;
-        }
-        return Ok(true);
+        // its mark, and every migration recorded: one batch, one crossing.
+        let mut statements = schema::latest_sqlite();
+        statements.push(mark);
+        statements.extend((1..=LATEST).map(|version| statement(t.migrations_record, vec![int(version)])));
+        db.execute_batch("creating the tables", &statements)?;
+        return Ok(Step::Made);
     }
     let mut applied = applied;
     while applied < LATEST {
         let next = applied + 1;
         if step(db, next)? != Progress::Done {
-            return Ok(false);
+            return Ok(Step::More);
         }
         db.execute("recording a migration", t.migrations_record, &[int(next)])?;
         applied = next;
     }
-    Ok(true)
+    Ok(Step::Current)
 }
 
-/// One committed step of migrating; `true` once the schema is current.
+/// One committed step of migrating; `true` once the schema is current (the
+/// tests' way to stop between steps).
+#[cfg(test)]
 pub fn step_once(db: &Db) -> Result<bool, Error> {
-    db.write("migrating the schema", || locked_step(db))
+    db.write("migrating the schema", || locked_step(db)).map(|step| step != Step::More)
 }
 
-/// Brings the database to [`LATEST`]. Cheap when it already is: one read, no lock.
+/// Brings the database to [`LATEST`]: `true` when this call made a new
+/// database's schema. Cheap when it already is: one read, no lock.
 /// Terminates: every transaction either applies a migration or moves at least one row.
-pub fn run(db: &Db) -> Result<(), Error> {
+pub fn run(db: &Db) -> Result<bool, Error> {
     if applied_unlocked(db) == Some(LATEST) {
-        return Ok(());
+        return Ok(false);
     }
-    while !step_once(db)? {}
-    Ok(())
+    loop {
+        match db.write("migrating the schema", || locked_step(db))? {
+            Step::More => {}
+            Step::Current => return Ok(false),
+            Step::Made => return Ok(true),
+        }
+    }
 }

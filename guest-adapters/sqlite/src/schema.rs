@@ -17,7 +17,8 @@
 //! SQLite, whatever the database's default collation.
 
 use crate::db::Dialect;
-use crate::db::{Db, Res};
+use crate::db::{Db, Res, statement};
+use crate::stowage::store::sql::Statement;
 
 const SQLITE: &[&str] = &[
     "CREATE TABLE stowage_conversations (
@@ -157,16 +158,16 @@ pub fn create(db: &Db) -> Res<()> {
     Ok(())
 }
 
-/// Creates the latest SQLite history tables in a new database, inside the
-/// migration transaction: those of migration 1 but the display tables,
-/// `stowage_messages` with the columns migration 3 adds. Half the statements
-/// and half the pages of creating every table, on a store's first call.
-pub fn create_latest_sqlite(db: &Db) -> Res<()> {
-    for (i, statement) in SQLITE[..SQLITE_DISPLAY].iter().enumerate() {
-        let statement = if i == SQLITE_MESSAGES { SQLITE_MESSAGES_LATEST } else { statement };
-        db.execute("creating the tables", statement, &[])?;
-    }
-    Ok(())
+/// The statements that make the latest SQLite history tables in a new
+/// database, for the migration transaction to run in one batch: those of
+/// migration 1 but the display tables, `stowage_messages` with the columns
+/// migration 3 adds. Half the statements and half the pages of creating every
+/// table, on a store's first call.
+pub fn latest_sqlite() -> Vec<Statement> {
+    let texts = SQLITE[..SQLITE_DISPLAY].iter().enumerate();
+    texts
+        .map(|(i, text)| statement(if i == SQLITE_MESSAGES { SQLITE_MESSAGES_LATEST } else { text }, Vec::new()))
+        .collect()
 }
 
 /// Creates the SQLite display tables, as migration 1 does, inside the caller's

@@ -42,6 +42,26 @@ fn open_creates_once_and_then_returns_the_stored_conversation() {
     });
 }
 
+/// On a database this instance has just made, `open` skips its read: a new
+/// conversation is answered as `open` and `info` would answer it; one another
+/// writer made first is found, not made twice.
+#[test]
+fn open_on_a_new_database_answers_what_a_read_would() {
+    each_backend(|f| {
+        let sql = f.migrated();
+        let db = Db::new(&*sql);
+        let made = conv::open_in(&db, scope("t", "u"), "c".into(), meta(b"first"), 5, true).expect("open");
+        assert_eq!(conv::info(&db, scope("t", "u"), "c".into()), Ok(made.clone()));
+        assert_eq!((made.created_at, made.updated_at, made.last_seq, made.version), (5, 5, 0, 0));
+        let again = conv::open_in(&db, scope("t", "u"), "c".into(), meta(b"second"), 9, true).expect("open");
+        assert_eq!(again, made);
+        let outcome = conv::append(&db, scope("t", "u"), "c".into(), batch(&["a"], 1), Some(0), 6);
+        assert_eq!(outcome, Ok(AppendOutcome::Stored(1)));
+        let after = conv::open_in(&db, scope("t", "u"), "c".into(), meta(b"third"), 9, true).expect("open");
+        assert_eq!((after.meta, after.last_seq, after.version), (meta(b"first"), 1, 1));
+    });
+}
+
 #[test]
 fn another_scope_or_a_missing_id_is_not_found() {
     each_backend(|f| {
