@@ -9,8 +9,9 @@
 //! and the host's first flush of a WAL flushes the directory again — three
 //! flushes before the commit's own. So the connection opened ahead starts the
 //! WAL on a thread of its own, with a commit that changes nothing (page 1,
-//! `user_version` set to what it is) and, at `sql_sync = "full"`, the host's
-//! flush of it. The store's open does not wait for that. Its first call waits
+//! `user_version` set to what it is), zeros past it for the first commits to
+//! write over ([`super::prefill::first_room`]) and, at `sql_sync = "full"`,
+//! the host's flush of them. The store's open does not wait for that. Its first call waits
 //! for the frame to be written, not for the flush: the flush goes on beside
 //! the call, whose commit is acknowledged only after a flush of its own.
 
@@ -50,7 +51,7 @@ fn empty(wal: &Path) -> bool {
 /// Writes the empty WAL's first frame on `conn`, hands `conn` over, then
 /// flushes what it wrote.
 fn start(mut conn: Sqlite, durability: &Durability, busy_timeout: Duration, hand_over: impl FnOnce(Sqlite)) {
-    let written = conn.write_first_frame(busy_timeout, durability.flushes());
+    let written = conn.write_first_frame(busy_timeout, durability.flushes(), durability.wal_path());
     hand_over(conn);
     let started = written.and_then(|written| match written {
         true => durability.started(),

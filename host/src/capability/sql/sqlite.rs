@@ -26,6 +26,7 @@ use rusqlite::limits::Limit;
 use rusqlite::{ErrorCode, OpenFlags};
 
 use super::Connection;
+use super::prefill;
 use super::value::{Rows, Value};
 use crate::wit::SqlErrorKind;
 
@@ -305,7 +306,12 @@ impl Sqlite {
     /// `flushed_after`: the caller flushes the WAL and its directory once this
     /// returns (`sql_sync = "full"`), so SQLite need not flush the new WAL's header
     /// and directory before the frame, two flushes in a row.
-    pub fn write_first_frame(&mut self, busy_timeout: Duration, flushed_after: bool) -> Result<bool, SqlErrorKind> {
+    pub fn write_first_frame(
+        &mut self,
+        busy_timeout: Duration,
+        flushed_after: bool,
+        wal: &Path,
+    ) -> Result<bool, SqlErrorKind> {
         self.conn.busy_timeout(Duration::ZERO).map_err(map_error)?;
         let written = self.host(|conn| {
             if flushed_after {
@@ -323,11 +329,34 @@ impl Sqlite {
             });
             conn.execute_batch("PRAGMA synchronous = NORMAL").and(same)
         });
+        if written.is_ok() {
+            self.make_first_room(wal);
+        }
         self.conn.busy_timeout(busy_timeout).map_err(map_error)?;
         match written {
             Ok(()) => Ok(true),
             Err(SqlErrorKind::Busy) => Ok(false),
             Err(e) => Err(e),
+        }
+    }
+
+    /// Room for the first commits past the WAL's first frame, written holding
+    /// SQLite's write lock ([`prefill::first_room`]). Only a cost saved: without
+    /// it (another writer holds the lock, a failed write) SQLite grows the WAL
+    /// as it writes.
+    fn make_first_room(&mut self, wal: &Path) {
+        let made = self.host(|conn| {
+            conn.execute_batch("BEGIN IMMEDIATE")?;
+            let made = prefill::first_room(wal);
+            conn.execute_batch("ROLLBACK").map(|()| made)
+        });
+        if !self.conn.is_autocommit() {
+            let _ = self.host(|conn| conn.execute_batch("ROLLBACK"));
+        }
+        match made {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => tracing::debug!(%error, "no room written past the WAL's first frame"),
+            Err(error) => tracing::debug!(?error, "no room written past the WAL's first frame"),
         }
     }
 
@@ -387,12 +416,15 @@ mod tests {
             let counters = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
             let mut conn = open(&path, Duration::from_secs(1), counters.0, counters.1, counters.2)
                 .map_err(|e| format!("{e:?}"))?;
-            assert!(conn.write_first_frame(Duration::from_secs(1), flushed_after).map_err(|e| format!("{e:?}"))?);
+            let wal = dir.path().join("t.db-wal");
+            let written = conn.write_first_frame(Duration::from_secs(1), flushed_after, &wal);
+            assert!(written.map_err(|e| format!("{e:?}"))?);
             let synchronous: i64 = conn
                 .host(|conn| conn.pragma_query_value(None, "synchronous", |row| row.get(0)))
                 .map_err(|e| format!("{e:?}"))?;
             assert_eq!(synchronous, 1, "NORMAL again ({flushed_after})");
-            assert_eq!(std::fs::metadata(dir.path().join("t.db-wal"))?.len(), 32 + 24 + 4096);
+            let room = 32 + super::super::prefill::FIRST_ROOM_FRAMES * (24 + 4096);
+            assert_eq!(std::fs::metadata(&wal)?.len(), room, "the frame and room after it");
         }
         Ok(())
     }
