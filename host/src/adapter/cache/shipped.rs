@@ -217,14 +217,20 @@ mod tests {
     use super::*;
     use crate::config::Builtin;
 
+    /// The null adapter's artifact, and its copy just written under `dir`.
+    fn written_copy(dir: &Path) -> Result<(Precompiled, PathBuf), String> {
+        let shipped = Builtin::Null.precompiled();
+        let copy = path(dir, &shipped);
+        write_file(&copy, &[shipped.artifact])?;
+        Ok((shipped, copy))
+    }
+
     /// A stamped copy is taken on its stamp only while it is the same file,
     /// unchanged: a byte changed in place, same inode, same length, is caught.
     #[test]
     fn a_stamp_vouches_only_for_the_file_it_was_taken_of() -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
-        let shipped = Builtin::Null.precompiled();
-        let copy = path(dir.path(), &shipped);
-        write_file(&copy, &[shipped.artifact])?;
+        let (shipped, copy) = written_copy(dir.path())?;
         open_checked(&copy, &shipped, |_| SETTLED_COARSE)?;
         assert!(!stamp_path(&copy).exists(), "a copy changed just now is not stamped");
         open_checked(&copy, &shipped, |_| Duration::ZERO)?;
@@ -251,9 +257,7 @@ mod tests {
     #[test]
     fn how_long_a_copy_must_rest_follows_its_file_times() -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
-        let shipped = Builtin::Null.precompiled();
-        let copy = path(dir.path(), &shipped);
-        write_file(&copy, &[shipped.artifact])?;
+        let (shipped, copy) = written_copy(dir.path())?;
         let meta = std::fs::metadata(&copy)?;
         std::thread::sleep(SETTLED_FINE + Duration::from_millis(10));
         open_checked(&copy, &shipped, settled)?;
