@@ -16,10 +16,10 @@ async fn main() -> anyhow::Result<()> {
     store.open(&scope, "chat-1", ConversationMeta::default()).await?;
     store.append(&scope, "chat-1", vec![NewMessage::text(Role::User, "hello")], None).await?;
     let page = store.load(&scope, "chat-1", LoadRequest::latest(20)).await?;
+    runtime.close().await; // closes its open stores, once their running calls are answered
     // readme:end
     anyhow::ensure!(page.messages.len() == 1, "expected the one message back, got {}", page.messages.len());
     println!("loaded {} message(s) from {}", page.messages.len(), dir.display());
-    store.close().await;
     std::fs::remove_dir_all(&dir)?;
     Ok(())
 }

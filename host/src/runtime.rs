@@ -18,7 +18,7 @@ use crate::error::{Error, LoadError};
 use crate::integrity::Protector;
 use crate::integrity::source::{self, PendingKeyring, Rotation};
 use crate::layout::{self, Layout};
-use crate::store::{SharedDatabase, Store};
+use crate::store::{Opened, SharedDatabase, Store};
 use crate::wit::ContractVersion;
 
 /// The SQLite database of a store whose data directory is `data_dir`.
@@ -66,6 +66,8 @@ pub struct Runtime {
 struct RuntimeInner {
     engine: Starting,
     config: RuntimeConfig,
+    /// The stores opened from it, for [`Runtime::close`].
+    opened: Opened,
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Error> + Send + 'static) -> Result<T, Error> {
@@ -113,7 +115,7 @@ impl Runtime {
     /// a cache directory others may write to is refused here.
     pub fn new(config: RuntimeConfig) -> Result<Self, Error> {
         let engine = Starting::spawn(&config)?;
-        Ok(Self { inner: Arc::new(RuntimeInner { engine, config }) })
+        Ok(Self { inner: Arc::new(RuntimeInner { engine, config, opened: Opened::default() }) })
     }
 
     /// Which instance allocator the engine uses (pooling unless unavailable);
@@ -196,6 +198,9 @@ impl Runtime {
     /// calling thread (a millisecond or two of disk work; on a multi-threaded
     /// runtime's worker through `block_in_place`, so its other tasks move on).
     pub async fn open_store(&self, config: StoreConfig) -> Result<Store, Error> {
+        if self.inner.opened.is_closed() {
+            return Err(Error::Closed { store: config.name });
+        }
         config.validate(&self.inner.config)?;
         // The adapter loads (its artifact checked, deserialised) on the blocking
         // pool while the data directory, the keyring and a local SQLite file
@@ -256,6 +261,24 @@ impl Runtime {
             }
         });
         let on_caller = self.inner.config.ops_on_caller;
-        Ok(Store::new(config.name, client, self.loader()?, config.limits, shared, on_caller))
+        let store = Store::new(config.name.clone(), client, self.loader()?, config.limits, shared, on_caller);
+        if !self.inner.opened.keep(&store) {
+            // The runtime closed while this store opened.
+            store.close().await;
+            return Err(Error::Closed { store: config.name });
+        }
+        Ok(store)
+    }
+
+    /// Closes every store opened from this runtime that is still open (some
+    /// handle of it alive), as [`Store::close`] does: each waits for its running
+    /// calls, which answer only once what they wrote is as durable as the
+    /// store's `sql_sync` promises, and releases its adapter's instances. Later
+    /// calls on those stores, and later `open_store` calls, fail with `Closed`.
+    /// Closing again does nothing more.
+    pub async fn close(&self) {
+        for store in self.inner.opened.close() {
+            store.close().await;
+        }
     }
 }

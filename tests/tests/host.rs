@@ -307,3 +307,34 @@ async fn a_sqlite_store_closed_while_its_wal_is_written_ahead_leaves_no_wal() ->
     }
     Ok(())
 }
+
+/// Closing a runtime closes the stores opened from it that are still open:
+/// their later calls, and later opens, fail with `Closed`, and what they stored
+/// is there when the store is opened again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_a_runtime_closes_the_stores_it_opened() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let runtime = cached_runtime(&dir.path().join("cache"))?;
+    let sqlite = StoreConfig::builtin(Builtin::Sqlite, dir.path().join("sqlite"));
+    let stored = runtime.open_store(sqlite.clone()).await?;
+    let null = runtime.open_store(StoreConfig::builtin(Builtin::Null, dir.path().join("null"))).await?;
+    // A store no handle keeps any longer is no concern of the close.
+    drop(runtime.open_store(StoreConfig::builtin(Builtin::Null, dir.path().join("gone"))).await?);
+    let scope = Scope::new("t", "u");
+    stored.append_creating(&scope, "c", ConversationMeta::default(), vec![message("a")]).await?;
+    let other_handle = runtime.clone();
+    other_handle.close().await;
+    let closed = |result: Result<(), Error>| matches!(result, Err(Error::Closed { .. }));
+    ensure!(
+        closed(stored.append(&scope, "c", vec![message("b")], None).await.map(drop)),
+        "the SQLite store stays open"
+    );
+    ensure!(closed(null.info(&scope, "c").await.map(drop)), "the null store stays open");
+    ensure!(closed(runtime.open_store(sqlite.clone()).await.map(drop)), "a closed runtime opens a store");
+    runtime.close().await;
+    let reopened = cached_runtime(&dir.path().join("cache"))?.open_store(sqlite).await?;
+    let loaded = reopened.load_all(&scope, "c").await?;
+    ensure!(loaded.len() == 1, "{} messages after reopening, not the one stored", loaded.len());
+    reopened.close().await;
+    Ok(())
+}

@@ -18,14 +18,16 @@ mod cuts;
 #[cfg(feature = "fault-injection")]
 mod faults;
 mod history;
+mod opened;
 mod seqs;
 mod supervision;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 
 use tokio::sync::OwnedMutexGuard;
 
+pub(crate) use self::opened::Opened;
 use self::seqs::SeqCache;
 pub use self::supervision::{Health, HealthStatus, StoreStats, SwapReport};
 use crate::adapter::client::Client;
@@ -299,5 +301,15 @@ impl Store {
     /// Later calls fail with `Closed`.
     pub async fn close(&self) {
         self.inner.client.backend().close().await;
+    }
+
+    /// A handle that does not keep the store open ([`Opened`]'s).
+    fn downgrade(&self) -> Weak<Inner> {
+        Arc::downgrade(&self.inner)
+    }
+
+    /// The store behind `weak`, if some handle still keeps it.
+    fn upgrade(weak: &Weak<Inner>) -> Option<Self> {
+        weak.upgrade().map(|inner| Self { inner })
     }
 }
